@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine:
+#   make run    create .venv if missing, install, start the dashboard on the WordNet default
+#   make test   same set-up, then the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8501
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: run test setup browser-deps bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch first, pinned to the CPU wheel on this machine's disk, then the project.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[test,irds]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian's chromium for the real-browser test (Playwright never downloads a browser here).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	      || echo "note: could not install Debian chromium; browser tests will skip"; \
+	  else echo "note: /usr/bin/chromium missing and not root; browser tests will skip"; fi; \
+	fi
+
+run: setup
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+test: setup browser-deps
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/eqi bench encode
+	$(BIN)/eqi bench dense
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,166 @@
+"""Collection: passages, queries and graded judgments with stable ids and a content fingerprint."""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+PASSAGE_COLUMNS = ["doc_id", "title", "text"]
+QUERY_COLUMNS = ["query_id", "text"]
+QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
+
+
+class DataError(ValueError):
+    """Bad input: the message names the file, the line and what was expected."""
+
+
+def _frame_digest(df: pd.DataFrame) -> bytes:
+    hashed = pd.util.hash_pandas_object(df.reset_index(drop=True), index=False)
+    return hashlib.sha256(np.ascontiguousarray(hashed.to_numpy()).tobytes()).digest()
+
+
+@dataclass
+class Collection:
+    """A test collection in memory.
+
+    ``passages``: doc_id, title, text. ``queries``: query_id, text. ``qrels``: query_id, doc_id,
+    relevance (int, higher = more relevant). Ids are strings, unique within their table.
+    Qrels may name passages that are not in ``passages`` (judged but without text, as in TREC DL
+    subsets): they are kept, because they still count in an ideal ranking, and reported in
+    ``notes``.
+    """
+
+    name: str
+    passages: pd.DataFrame
+    queries: pd.DataFrame
+    qrels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=QRELS_COLUMNS))
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.passages = _normalise(self.passages, PASSAGE_COLUMNS, "passages", self.source)
+        self.queries = _normalise(self.queries, QUERY_COLUMNS, "queries", self.source)
+        qrels = self.qrels if len(self.qrels) else pd.DataFrame(columns=QRELS_COLUMNS)
+        qrels = qrels[QRELS_COLUMNS].copy()
+        qrels["query_id"] = qrels["query_id"].astype(str)
+        qrels["doc_id"] = qrels["doc_id"].astype(str)
+        qrels["relevance"] = qrels["relevance"].astype("int64")
+        dup = qrels.duplicated(["query_id", "doc_id"], keep="last")
+        if dup.any():
+            self.notes.append(f"{int(dup.sum())} repeated qrels pairs: the last grade was kept")
+            qrels = qrels[~dup]
+        self.qrels = qrels.reset_index(drop=True)
+        self._check_references()
+
+    def _check_references(self) -> None:
+        doc_ids = set(self.passages["doc_id"])
+        query_ids = set(self.queries["query_id"])
+        unknown_docs = ~self.qrels["doc_id"].isin(doc_ids)
+        unknown_queries = ~self.qrels["query_id"].isin(query_ids)
+        if unknown_docs.any():
+            self.notes.append(
+                f"{int(unknown_docs.sum())} of {len(self.qrels)} judgments name passages that are not "
+                "in the corpus (kept: they count in ideal rankings, never retrieved)"
+            )
+        if unknown_queries.any():
+            self.notes.append(
+                f"{int(unknown_queries.sum())} judgments name queries that are not in the query set"
+            )
+        for note in self.notes:
+            log.info("%s: %s", self.name, note)
+
+    # -- identity ----------------------------------------------------------------------------
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the content (ids, texts, judgments): same content, same fingerprint."""
+        h = hashlib.sha256()
+        for df in (self.passages, self.queries, self.qrels):
+            h.update(_frame_digest(df))
+        return h.hexdigest()[:16]
+
+    # -- look-ups ----------------------------------------------------------------------------
+    @cached_property
+    def doc_index(self) -> pd.Index:
+        return pd.Index(self.passages["doc_id"])
+
+    @cached_property
+    def query_text(self) -> dict[str, str]:
+        return dict(zip(self.queries["query_id"], self.queries["text"]))
+
+    @cached_property
+    def _query_id_by_text(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for qid, text in zip(self.queries["query_id"], self.queries["text"]):
+            out.setdefault(" ".join(text.lower().split()), qid)
+        return out
+
+    def find_query(self, text: str) -> str | None:
+        """The id of a logged query with this text (case and spacing ignored), if any."""
+        return self._query_id_by_text.get(" ".join(text.lower().split()))
+
+    @cached_property
+    def judgments(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for qid, did, rel in self.qrels.itertuples(index=False):
+            out.setdefault(qid, {})[did] = int(rel)
+        return out
+
+    def passage_texts(self) -> list[str]:
+        """Texts as rankers index them: title and body joined."""
+        titles = self.passages["title"].fillna("")
+        texts = self.passages["text"].fillna("")
+        return [f"{t}. {x}" if t else x for t, x in zip(titles, texts)]
+
+    def stats(self) -> dict[str, int | float | str]:
+        judged_queries = self.qrels["query_id"].nunique()
+        return {
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "passages": len(self.passages),
+            "queries": len(self.queries),
+            "judgments": len(self.qrels),
+            "judged_queries": int(judged_queries),
+            "mean_judgments_per_query": round(len(self.qrels) / judged_queries, 2) if judged_queries else 0.0,
+            "mean_passage_words": round(float(self.passages["text"].str.split().str.len().mean() or 0), 1),
+            "mean_query_words": round(float(self.queries["text"].str.split().str.len().mean() or 0), 2),
+        }
+
+    def subset_queries(self, query_ids: list[str]) -> "Collection":
+        """The same passages with only these queries (and their judgments)."""
+        keep = set(query_ids)
+        return Collection(
+            name=self.name,
+            passages=self.passages,
+            queries=self.queries[self.queries["query_id"].isin(keep)],
+            qrels=self.qrels[self.qrels["query_id"].isin(keep)],
+            source=self.source,
+        )
+
+
+def _normalise(df: pd.DataFrame, columns: list[str], what: str, source: str) -> pd.DataFrame:
+    df = df.copy()
+    for col in columns:
+        if col not in df.columns:
+            if col == "title":
+                df[col] = ""
+            else:
+                raise DataError(f"{source or 'collection'}: {what} have no '{col}' column")
+    df = df[columns]
+    id_col = columns[0]
+    df[id_col] = df[id_col].astype(str)
+    for col in columns[1:]:
+        df[col] = df[col].fillna("").astype(str)
+    dup = df[id_col].duplicated()
+    if dup.any():
+        first = df.loc[dup, id_col].iloc[0]
+        raise DataError(
+            f"{source or 'collection'}: {what} have {int(dup.sum())} duplicate ids "
+            f"(first: {first!r}); ids must be unique"
+        )
+    return df.reset_index(drop=True)

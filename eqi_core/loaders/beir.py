@@ -1,0 +1,112 @@
+"""BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv, in a folder or a .zip.
+
+Zips are read member by member in memory (never extracted), so entries with ``..`` or absolute
+paths cannot write anywhere, and the uncompressed size is bounded against zip bombs.
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import pandas as pd
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.loaders.text_files import check_id, iter_jsonl
+from eqi_core.loaders.trec import read_qrels
+
+MAX_UNCOMPRESSED = 4 << 30  # 4 GiB
+MAX_RATIO = 200  # uncompressed / compressed, per member
+
+
+def is_beir_dir(path: Path) -> bool:
+    return (path / "corpus.jsonl").is_file() and (path / "queries.jsonl").is_file()
+
+
+class _Source:
+    """Files of a BEIR collection, from a folder or a zip, by their name inside the layout."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.members: dict[str, str] = {}
+        if path.is_dir():
+            self.zip = None
+            for f in path.rglob("*"):
+                if f.is_file():
+                    self.members[f.relative_to(path).as_posix()] = str(f)
+        elif zipfile.is_zipfile(path):
+            self.zip = zipfile.ZipFile(path)
+            total = 0
+            for info in self.zip.infolist():
+                if info.is_dir():
+                    continue
+                parts = PurePosixPath(info.filename).parts
+                if info.filename.startswith("/") or ".." in parts:
+                    raise DataError(f"{path}: zip entry {info.filename!r} escapes the archive; refusing it")
+                total += info.file_size
+                if info.compress_size and info.file_size / info.compress_size > MAX_RATIO and info.file_size > 1 << 24:
+                    raise DataError(f"{path}: zip entry {info.filename!r} expands {info.file_size / info.compress_size:.0f}x; looks like a zip bomb")
+                self.members[info.filename] = info.filename
+            if total > MAX_UNCOMPRESSED:
+                raise DataError(f"{path}: zip expands to {total / 2**30:.1f} GiB; at most {MAX_UNCOMPRESSED >> 30} GiB expected")
+            # A zip usually holds one top folder (scifact/corpus.jsonl): strip it.
+            tops = {PurePosixPath(m).parts[0] for m in self.members if len(PurePosixPath(m).parts) > 1}
+            if "corpus.jsonl" not in self.members and len(tops) == 1:
+                top = tops.pop() + "/"
+                self.members = {m[len(top):]: v for m, v in self.members.items() if m.startswith(top)}
+        else:
+            raise DataError(f"{path}: not a folder or a zip file; expected a BEIR collection")
+        for needed in ("corpus.jsonl", "queries.jsonl"):
+            if needed not in self.members:
+                raise DataError(f"{path}: no {needed}; expected the BEIR layout (corpus.jsonl, queries.jsonl, qrels/*.tsv)")
+
+    def read(self, name: str) -> bytes:
+        if self.zip is None:
+            return Path(self.members[name]).read_bytes()
+        with self.zip.open(self.members[name]) as fh:
+            data = fh.read(MAX_UNCOMPRESSED + 1)
+        if len(data) > MAX_UNCOMPRESSED:
+            raise DataError(f"{self.path}: {name} is larger than expected")
+        return data
+
+    def label(self, name: str) -> str:
+        return f"{self.path}/{name}" if self.zip is None else f"{self.path}!{name}"
+
+    def splits(self) -> list[str]:
+        return sorted(PurePosixPath(m).stem for m in self.members if m.startswith("qrels/") and m.endswith(".tsv"))
+
+
+def _read_records(src: _Source, name: str, fields: list[str]) -> pd.DataFrame:
+    label = src.label(name)
+    rows, first_seen = [], {}
+    for lineno, obj in iter_jsonl(label, src.read(name)):
+        rid = check_id(label, lineno, obj.get("_id"), "_id")
+        if rid in first_seen:
+            raise DataError(f"{label}: line {lineno}: duplicate _id {rid!r} (first on line {first_seen[rid]}); ids must be unique")
+        first_seen[rid] = lineno
+        text = obj.get("text")
+        if not isinstance(text, str):
+            raise DataError(f"{label}: line {lineno}: 'text' must be a string")
+        rows.append([rid] + [obj.get(f) or "" for f in fields])
+    return pd.DataFrame(rows, columns=["id"] + fields)
+
+
+def load_beir(path: str | Path, split: str | None = None, name: str | None = None) -> Collection:
+    """Load a BEIR collection; ``split`` picks qrels/<split>.tsv (default: test, else the first)."""
+    path = Path(path)
+    src = _Source(path)
+    corpus = _read_records(src, "corpus.jsonl", ["title", "text"]).rename(columns={"id": "doc_id"})
+    queries = _read_records(src, "queries.jsonl", ["text"]).rename(columns={"id": "query_id"})
+    splits = src.splits()
+    if split is None:
+        split = "test" if "test" in splits else (splits[0] if splits else None)
+    if split is not None and split not in splits:
+        raise DataError(f"{path}: no qrels/{split}.tsv; available splits: {', '.join(splits) or 'none'}")
+    qrels = read_qrels(src.label(f"qrels/{split}.tsv"), src.read(f"qrels/{split}.tsv")) if split else None
+    label = name or (path.stem if path.suffix == ".zip" else path.name)
+    return Collection(
+        name=f"{label}" + (f" ({split})" if split and split != "test" else ""),
+        passages=corpus,
+        queries=queries,
+        qrels=qrels if qrels is not None else pd.DataFrame(),
+        source=f"beir:{path}" + (f"#{split}" if split else ""),
+    )

@@ -1,0 +1,48 @@
+"""MS MARCO style TSV: collection.tsv (pid<TAB>text), queries.<split>.tsv, qrels.<split>.(tsv|txt)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.loaders.text_files import read_columns
+from eqi_core.loaders.trec import read_qrels
+
+
+def is_msmarco_dir(path: Path) -> bool:
+    return (path / "collection.tsv").is_file() and any(path.glob("queries*.tsv"))
+
+
+def _pick(path: Path, pattern: str, split: str | None) -> Path | None:
+    found = sorted(path.glob(pattern))
+    if split:
+        found = [f for f in found if f".{split}." in f.name or f.stem.endswith(split)]
+    return found[0] if found else None
+
+
+def load_msmarco(path: str | Path, split: str | None = None, name: str | None = None) -> Collection:
+    """Load ``collection.tsv`` with the queries and qrels of ``split`` (default: dev, else the first)."""
+    path = Path(path)
+    if not (path / "collection.tsv").is_file():
+        raise DataError(f"{path}: no collection.tsv; expected MS MARCO layout (collection.tsv, queries.*.tsv)")
+    if split is None:
+        split = "dev" if _pick(path, "queries*.tsv", "dev") else None
+    queries_file = _pick(path, "queries*.tsv", split)
+    if queries_file is None:
+        raise DataError(f"{path}: no queries*.tsv{' for split ' + split if split else ''}")
+    passages = read_columns(path / "collection.tsv", ["doc_id", "text"], "pid<TAB>passage", sep="\t")
+    queries = read_columns(queries_file, ["query_id", "text"], "qid<TAB>query", sep="\t")
+    for df, f, col in ((passages, path / "collection.tsv", "doc_id"), (queries, queries_file, "query_id")):
+        dup = df[col].duplicated()
+        if dup.any():
+            raise DataError(f"{f}: duplicate id {df.loc[dup, col].iloc[0]!r}; ids must be unique")
+    qrels_file = _pick(path, "qrels*.tsv", split) or _pick(path, "qrels*.txt", split)
+    qrels = read_qrels(qrels_file) if qrels_file else pd.DataFrame()
+    return Collection(
+        name=name or path.name + (f" ({split})" if split else ""),
+        passages=passages,
+        queries=queries,
+        qrels=qrels,
+        source=f"msmarco:{path}" + (f"#{split}" if split else ""),
+    )

@@ -1,0 +1,135 @@
+"""Collection spec strings -> loaders, discovery under data roots, and parsed-collection caching."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.loaders.beir import is_beir_dir, load_beir
+from eqi_core.loaders.irds import load_irds
+from eqi_core.loaders.msmarco import is_msmarco_dir, load_msmarco
+from eqi_core.loaders.wordnet import DEFAULT_SYNSETS, find_wordnet_dir, load_wordnet, source_signature
+from eqi_core.store import ArtifactStore
+
+KINDS = ("wordnet", "beir", "msmarco", "irds")
+DEFAULT_SPEC = "wordnet"
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    kind: str
+    location: str = ""
+    split: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "wordnet":
+            return "wordnet" if self.location in ("", str(DEFAULT_SYNSETS)) else f"wordnet:{self.location}"
+        return f"{self.kind}:{self.location}" + (f"#{self.split}" if self.split else "")
+
+
+def parse_spec(spec: str) -> CollectionSpec:
+    """``wordnet``, ``wordnet:full``, ``wordnet:5000``, ``beir:PATH#split``, ``msmarco:PATH``,
+    ``irds:ID``, or a bare path (layout detected)."""
+    spec = spec.strip()
+    kind, sep, rest = spec.partition(":")
+    if sep and kind in KINDS:
+        location, _, split = rest.partition("#")
+        if kind == "wordnet":
+            if location not in ("", "full") and not location.isdigit():
+                raise DataError(f"collection {spec!r}: expected wordnet, wordnet:full or wordnet:<number of synsets>")
+            return CollectionSpec("wordnet", location or str(DEFAULT_SYNSETS))
+        if not location:
+            raise DataError(f"collection {spec!r}: expected {kind}:<{'id' if kind == 'irds' else 'path'}>")
+        return CollectionSpec(kind, location, split or None)
+    if spec == "wordnet":
+        return CollectionSpec("wordnet", str(DEFAULT_SYNSETS))
+    location, _, split = spec.partition("#")
+    path = Path(location).expanduser()
+    if path.is_dir() and is_beir_dir(path) or path.suffix == ".zip" and path.is_file():
+        return CollectionSpec("beir", str(path), split or None)
+    if path.is_dir() and is_msmarco_dir(path):
+        return CollectionSpec("msmarco", str(path), split or None)
+    if path.exists():
+        raise DataError(f"{path}: not a BEIR folder/zip (corpus.jsonl, queries.jsonl) or an MS MARCO folder (collection.tsv)")
+    raise DataError(
+        f"collection {spec!r}: no such path, and not one of wordnet, wordnet:full, beir:PATH, msmarco:PATH, irds:ID"
+    )
+
+
+def _signature(spec: CollectionSpec) -> dict:
+    """What the parsed collection depends on: source file sizes and times."""
+    if spec.kind == "wordnet":
+        d = find_wordnet_dir()
+        return {"dir": str(d), "files": source_signature(d)}
+    if spec.kind == "irds":
+        return {"id": spec.location}
+    p = Path(spec.location)
+    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in (".jsonl", ".tsv", ".txt", ".zip"))
+    return {"files": {str(f): [f.stat().st_size, int(f.stat().st_mtime)] for f in files}}
+
+
+def _load_uncached(spec: CollectionSpec) -> Collection:
+    if spec.kind == "wordnet":
+        return load_wordnet(None if spec.location == "full" else int(spec.location))
+    if spec.kind == "beir":
+        return load_beir(spec.location, spec.split)
+    if spec.kind == "msmarco":
+        return load_msmarco(spec.location, spec.split)
+    return load_irds(spec.location)
+
+
+def load_collection(spec: str | CollectionSpec = DEFAULT_SPEC, store: ArtifactStore | None = None) -> Collection:
+    """Load a collection by spec; with a store, the parsed tables are cached as Parquet."""
+    spec = parse_spec(spec) if isinstance(spec, str) else spec
+    if store is None:
+        return _load_uncached(spec)
+    params = {"spec": str(spec), "source": _signature(spec)}
+
+    def build(tmp: Path) -> dict:
+        c = _load_uncached(spec)
+        c.passages.to_parquet(tmp / "passages.parquet", index=False)
+        c.queries.to_parquet(tmp / "queries.parquet", index=False)
+        c.qrels.to_parquet(tmp / "qrels.parquet", index=False)
+        (tmp / "info.json").write_text(json.dumps({"name": c.name, "source": c.source, "notes": c.notes}))
+        return {"fingerprint": c.fingerprint, "name": c.name}
+
+    art = store.get_or_build("collection", params, build)
+    info = json.loads(art.file("info.json").read_text())
+    c = Collection(
+        name=info["name"],
+        passages=pd.read_parquet(art.file("passages.parquet")),
+        queries=pd.read_parquet(art.file("queries.parquet")),
+        qrels=pd.read_parquet(art.file("qrels.parquet")),
+        source=info["source"],
+    )
+    c.notes = list(dict.fromkeys(info["notes"] + c.notes))
+    return c
+
+
+def data_roots() -> list[Path]:
+    """Folders the dashboard may read collections from: ``EQI_DATA_ROOTS`` (os.pathsep-separated)."""
+    raw = os.environ.get("EQI_DATA_ROOTS", "")
+    return [Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
+
+
+def discover_collections(roots: list[Path] | None = None) -> dict[str, str]:
+    """label -> spec: the WordNet options plus BEIR/MS MARCO folders and zips one level under each root."""
+    found = {
+        f"WordNet 3.0 (default {DEFAULT_SYNSETS:,}-synset subset)": "wordnet",
+        "WordNet 3.0 (full, 117,659 synsets)": "wordnet:full",
+    }
+    for root in roots if roots is not None else data_roots():
+        if not root.is_dir():
+            continue
+        for child in sorted(root.iterdir()):
+            if child.is_dir() and is_beir_dir(child):
+                found[f"{child.name} (BEIR)"] = f"beir:{child}"
+            elif child.is_dir() and is_msmarco_dir(child):
+                found[f"{child.name} (MS MARCO)"] = f"msmarco:{child}"
+            elif child.suffix == ".zip":
+                found[f"{child.stem} (BEIR zip)"] = f"beir:{child}"
+    return found

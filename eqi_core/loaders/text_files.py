@@ -1,0 +1,126 @@
+"""Reading whitespace/tab separated text tables with errors that name the file and line."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+
+from eqi_core.collection import DataError
+
+MAX_LINE_CHARS = 2_000_000
+
+
+def read_text(path: str | Path, data: bytes | None = None) -> str:
+    """Decode a file as UTF-8 (BOM allowed); invalid bytes are reported with their line."""
+    raw = data if data is not None else Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path}: line {line}: invalid UTF-8 (byte {raw[exc.start]:#04x}); expected UTF-8 text") from None
+
+
+def read_columns(
+    path: str | Path,
+    names: list[str],
+    what: str,
+    *,
+    sep: str = r"\s+",
+    header_first: str | None = None,
+    data: bytes | None = None,
+    numeric: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """Read a table with exactly ``len(names)`` columns, all as strings, then cast ``numeric``.
+
+    ``header_first``: if the first line's first field equals this, it is a header and skipped.
+    ``numeric``: column -> 'int' or 'float'; a bad value is reported with its line number.
+    """
+    text = read_text(path, data)
+    if not text.strip():
+        raise DataError(f"{path}: the file is empty; expected {what}")
+    skip = 0
+    first = text.split("\n", 1)[0].strip()
+    if header_first is not None and first.split()[0:1] == [header_first]:
+        skip = 1
+    expected = f"{len(names)} columns ({what})"
+    try:
+        df = pd.read_csv(
+            io.StringIO(text), sep=sep, header=None, names=names, dtype=str, skiprows=skip,
+            keep_default_na=False, quoting=3, engine="c", skip_blank_lines=True,
+        )
+    except pd.errors.ParserError:
+        _raise_first_bad_line(path, text, len(names), expected, sep)
+        raise  # pragma: no cover - _raise always raises
+    bad = (df == "").any(axis=1) if len(df) else pd.Series([], dtype=bool)
+    if len(df) and (bad.any() or df.isna().any(axis=1).any()):
+        _raise_first_bad_line(path, text, len(names), expected, sep)
+    for col, kind in (numeric or {}).items():
+        converted = pd.to_numeric(df[col], errors="coerce")
+        if converted.isna().any():
+            row = int(converted.isna().to_numpy().argmax())
+            line = line_of_row(text, row, skip)
+            raise DataError(
+                f"{path}: line {line}: {col} {df[col].iloc[row]!r} is not a number; expected {expected}"
+            )
+        if kind == "int":
+            if (converted % 1 != 0).any():
+                row = int((converted % 1 != 0).to_numpy().argmax())
+                line = line_of_row(text, row, skip)
+                raise DataError(f"{path}: line {line}: {col} {df[col].iloc[row]!r} is not an integer")
+            converted = converted.astype("int64")
+        df[col] = converted
+    return df
+
+
+def line_of_row(text: str, row: int, skip: int) -> int:
+    seen = -skip
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            if seen == row:
+                return lineno
+            seen += 1
+    return -1
+
+
+def _raise_first_bad_line(path, text: str, ncols: int, expected: str, sep: str) -> None:
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t") if sep == "\t" else line.split()
+        if len(fields) != ncols or any(f == "" for f in fields):
+            raise DataError(f"{path}: line {lineno}: found {len(fields)} fields; expected {expected}")
+    raise DataError(f"{path}: could not be parsed; expected {expected}")
+
+
+def iter_jsonl(path: str | Path, data: bytes | None = None) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line; a bad line raises a DataError naming it."""
+    text = read_text(path, data)
+    if not text.strip():
+        raise DataError(f"{path}: the file is empty; expected one JSON object per line")
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE_CHARS:
+            raise DataError(f"{path}: line {lineno}: {len(line)} characters; at most {MAX_LINE_CHARS} expected")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: line {lineno}: not valid JSON ({exc.msg}); expected one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise DataError(f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj
+
+
+def check_id(path, lineno: int, value, field: str) -> str:
+    """An id must be a non-empty string/number without whitespace that would break TREC files."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise DataError(f"{path}: line {lineno}: missing '{field}'")
+    if not isinstance(value, (str, int)):
+        raise DataError(f"{path}: line {lineno}: '{field}' must be a string, got {type(value).__name__}")
+    value = str(value)
+    if any(c in value for c in " \t\n\r"):
+        raise DataError(f"{path}: line {lineno}: '{field}' {value!r} contains whitespace; ids must not")
+    return value

@@ -1,0 +1,129 @@
+"""Run: for each query, a ranked list of (doc_id, score). Reads and writes TREC run files.
+
+Tie-break convention (trec_eval's, which ir_measures' pytrec_eval backend applies): within a
+query, documents are ordered by score descending, then by doc_id descending. ``Run.from_trec``
+keeps the file's order in ``rank`` and ``tied_groups`` says how many tied score groups exist,
+so a page can warn when a metric may depend on the tie-break.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.collection import DataError
+
+RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
+
+
+@dataclass
+class Run:
+    """A ranking per query: a frame with query_id, doc_id, rank (1-based), score."""
+
+    name: str
+    frame: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        df = self.frame[RUN_COLUMNS].copy()
+        df["query_id"] = df["query_id"].astype(str)
+        df["doc_id"] = df["doc_id"].astype(str)
+        df["rank"] = df["rank"].astype("int64")
+        df["score"] = df["score"].astype("float64")
+        self.frame = df.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_topk(
+        cls,
+        name: str,
+        query_ids: list[str],
+        doc_ids: np.ndarray | list[str],
+        indices: np.ndarray,
+        scores: np.ndarray,
+        meta: dict | None = None,
+    ) -> "Run":
+        """From per-query top-k arrays (row i = query_ids[i]; indices into doc_ids, best first)."""
+        n, k = indices.shape
+        doc_ids = np.asarray(doc_ids, dtype=object)
+        valid = indices >= 0
+        frame = pd.DataFrame(
+            {
+                "query_id": np.repeat(np.asarray(query_ids, dtype=object), k)[valid.ravel()],
+                "doc_id": doc_ids[indices[valid]],
+                "rank": np.tile(np.arange(1, k + 1), n)[valid.ravel()],
+                "score": scores[valid].astype("float64"),
+            }
+        )
+        return cls(name, frame, meta or {})
+
+    @classmethod
+    def from_dict(cls, name: str, scores: dict[str, dict[str, float]]) -> "Run":
+        """From {query_id: {doc_id: score}}; ranks follow the trec_eval tie-break."""
+        rows = [(q, d, s) for q, docs in scores.items() for d, s in docs.items()]
+        df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+        return cls(name, _rank_by_score(df))
+
+    @classmethod
+    def from_trec(cls, path: str | Path, name: str | None = None) -> "Run":
+        from eqi_core.loaders.trec import read_trec_run
+
+        return read_trec_run(path, name)
+
+    # -- views -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(pd.unique(self.frame["query_id"]))
+
+    def for_query(self, query_id: str) -> pd.DataFrame:
+        return self.frame[self.frame["query_id"] == query_id]
+
+    def depth(self) -> int:
+        return int(self.frame.groupby("query_id").size().max()) if len(self.frame) else 0
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for q, d, s in zip(self.frame["query_id"], self.frame["doc_id"], self.frame["score"]):
+            out.setdefault(q, {})[d] = float(s)
+        return out
+
+    def tied_groups(self) -> int:
+        """Number of (query, score) groups holding more than one document."""
+        sizes = self.frame.groupby(["query_id", "score"]).size()
+        return int((sizes > 1).sum())
+
+    def trec_eval_order(self) -> "Run":
+        """The same run re-ranked by trec_eval's rule: score desc, then doc_id desc."""
+        return Run(self.name, _rank_by_score(self.frame[["query_id", "doc_id", "score"]]), dict(self.meta))
+
+    # -- writing -----------------------------------------------------------------------------
+    def to_trec(self, path: str | Path, tag: str | None = None) -> Path:
+        """Write a TREC 6-column run file atomically."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tag = (tag or self.name).replace(" ", "_") or "eqi"
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                f = self.frame
+                for q, d, r, s in zip(f["query_id"], f["doc_id"], f["rank"], f["score"]):
+                    fh.write(f"{q} Q0 {d} {r} {s:.6f} {tag}\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+
+def _rank_by_score(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable")
+    df = df.reset_index(drop=True)
+    df["rank"] = df.groupby("query_id").cumcount() + 1
+    return df[RUN_COLUMNS]
