@@ -1,0 +1,28 @@
+"""The Ranker protocol: every ranker searches a collection and returns a Run."""
+from __future__ import annotations
+
+from typing import Mapping, Protocol, Sequence
+
+from eqi_core.runs import Run
+
+Queries = Mapping[str, str] | Sequence[str]
+
+
+def as_query_items(queries: Queries) -> tuple[list[str], list[str]]:
+    """(ids, texts) from {id: text} or a list of texts (ids q1, q2, ...)."""
+    if isinstance(queries, str):
+        queries = [queries]
+    if isinstance(queries, Mapping):
+        return [str(q) for q in queries.keys()], [str(t) for t in queries.values()]
+    return [f"q{i + 1}" for i in range(len(queries))], [str(t) for t in queries]
+
+
+class Ranker(Protocol):
+    """``search(queries, k) -> Run`` over the collection it was built for."""
+
+    id: str
+    name: str
+    family: str  # "lexical", "dense", "learned-sparse"
+    release_date: str  # YYYY-MM, editable by users for chronological comparisons
+
+    def search(self, queries: Queries, k: int = 100) -> Run: ...

@@ -1,0 +1,76 @@
+"""BM25 via bm25s (Lucene scoring), English stop words and Snowball stemming."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from eqi_core.collection import Collection
+from eqi_core.rankers.base import Queries, as_query_items
+from eqi_core.runs import Run
+from eqi_core.store import ArtifactStore
+
+BM25_VERSION = f"bm25s-{bm25s.__version__}"
+
+
+def make_tokenizer() -> bm25s.tokenization.Tokenizer:
+    return bm25s.tokenization.Tokenizer(stemmer=Stemmer.Stemmer("english"), stopwords="en")
+
+
+@dataclass
+class BM25Ranker:
+    retriever: bm25s.BM25
+    tokenizer: bm25s.tokenization.Tokenizer
+    doc_ids: np.ndarray
+    k1: float = 0.9
+    b: float = 0.4
+    id: str = "bm25"
+    name: str = "BM25"
+    family: str = "lexical"
+    release_date: str = "1994-11"
+
+    @classmethod
+    def build(cls, collection: Collection, store: ArtifactStore, k1: float = 0.9, b: float = 0.4,
+              progress=None) -> "BM25Ranker":
+        params = {"collection": collection.fingerprint, "k1": k1, "b": b, "version": BM25_VERSION}
+
+        def build(tmp: Path) -> dict:
+            tok = make_tokenizer()
+            ids = tok.tokenize(collection.passage_texts(), return_as="ids", show_progress=progress is None)
+            retriever = bm25s.BM25(k1=k1, b=b)
+            retriever.index(ids, show_progress=progress is None)
+            retriever.save(str(tmp / "index"))
+            tok.save_vocab(str(tmp / "index"))
+            tok.save_stopwords(str(tmp / "index"))
+            if progress:
+                progress(1, 1)
+            return {"vocabulary": len(tok.get_vocab_dict())}
+
+        art = store.get_or_build("bm25", params, build, sources=[f"collection:{collection.fingerprint}"])
+        retriever = bm25s.BM25.load(str(art.file("index")), allow_pickle=False)
+        tok = make_tokenizer()
+        tok.load_vocab(str(art.file("index")))
+        tok.load_stopwords(str(art.file("index")))
+        return cls(retriever, tok, collection.passages["doc_id"].to_numpy(dtype=object), k1, b)
+
+    def search(self, queries: Queries, k: int = 100, progress=None) -> Run:
+        qids, texts = as_query_items(queries)
+        k = max(1, min(k, len(self.doc_ids)))
+        tokens = self.tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False,
+                                         allow_empty=False)
+        indices = np.full((len(texts), k), -1, dtype=np.int64)
+        scores = np.zeros((len(texts), k), dtype=np.float32)
+        nonempty = [i for i, t in enumerate(tokens) if len(t)]
+        step = 2048
+        for start in range(0, len(nonempty), step):
+            rows = nonempty[start:start + step]
+            docs, sc = self.retriever.retrieve([tokens[i] for i in rows], k=k, show_progress=False, n_threads=1)
+            indices[rows], scores[rows] = docs, sc
+            if progress:
+                progress(min(start + step, len(nonempty)), len(nonempty))
+        indices[scores <= 0] = -1  # a passage sharing no term with the query is not retrieved
+        return Run.from_topk(self.name, qids, self.doc_ids, indices, scores,
+                             {"ranker": self.id, "k1": self.k1, "b": self.b})
