@@ -117,6 +117,16 @@ class Collection:
         texts = self.passages["text"].fillna("")
         return [f"{t}. {x}" if t else x for t, x in zip(titles, texts)]
 
+    def find_passages(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
+        """Passages whose id or text contains ``pattern`` (case-insensitive, literal)."""
+        return _filter(self.passages, ["doc_id", "title", "text"], pattern, limit)
+
+    def find_queries(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
+        """Queries whose id or text contains ``pattern``, with their number of judgments."""
+        counts = self.qrels.groupby("query_id").size()
+        found = _filter(self.queries, ["query_id", "text"], pattern, limit)
+        return found.assign(judgments=found["query_id"].map(counts).fillna(0).astype(int))
+
     def stats(self) -> dict[str, int | float | str]:
         judged_queries = self.qrels["query_id"].nunique()
         return {
@@ -141,6 +151,15 @@ class Collection:
             qrels=self.qrels[self.qrels["query_id"].isin(keep)],
             source=self.source,
         )
+
+
+def _filter(df: pd.DataFrame, columns: list[str], pattern: str, limit: int) -> pd.DataFrame:
+    if not pattern.strip():
+        return df.head(limit)
+    mask = pd.Series(False, index=df.index)
+    for col in columns:
+        mask |= df[col].str.contains(pattern.strip(), case=False, regex=False, na=False)
+    return df[mask].head(limit)
 
 
 def _normalise(df: pd.DataFrame, columns: list[str], what: str, source: str) -> pd.DataFrame:

@@ -1,0 +1,1 @@
+"""Pure figure functions: data in, plotly Figure out (no loading, no Streamlit)."""

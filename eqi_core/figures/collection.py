@@ -1,0 +1,51 @@
+"""Figures of the Collection page."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from eqi_core.figures.theme import GRADE_COLOURS, style
+
+
+def word_counts(texts: pd.Series) -> pd.Series:
+    return texts.fillna("").str.split().str.len()
+
+
+def length_distributions(passage_words: pd.Series, query_words: pd.Series, clip_quantile: float = 0.99) -> go.Figure:
+    """Histograms of passage and query lengths in words (long tails clipped at a quantile)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Passage length (words)", "Query length (words)"))
+    for col, (values, colour) in enumerate(((passage_words, "#4C78A8"), (query_words, "#F58518")), start=1):
+        cap = values.quantile(clip_quantile) if len(values) else 0
+        shown = values[values <= cap]
+        fig.add_trace(go.Histogram(x=shown, marker_color=colour, showlegend=False,
+                                   hovertemplate="%{x} words: %{y}<extra></extra>"), row=1, col=col)
+        fig.update_yaxes(title_text="count" if col == 1 else None, row=1, col=col)
+    return style(fig, height=320)
+
+
+def grade_distribution(qrels: pd.DataFrame) -> go.Figure:
+    """How many judgments carry each relevance grade."""
+    counts = qrels["relevance"].value_counts().sort_index()
+    fig = go.Figure(go.Bar(
+        x=[str(g) for g in counts.index], y=counts.values,
+        marker_color=[GRADE_COLOURS.get(int(g), "#888") for g in counts.index],
+        hovertemplate="grade %{x}: %{y} judgments<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="relevance grade")
+    fig.update_yaxes(title_text="judgments")
+    return style(fig, height=320)
+
+
+def result_grades(results: pd.DataFrame) -> go.Figure:
+    """Score of each retrieved passage by rank, coloured by its judged grade (grey: unjudged)."""
+    grades = results["grade"].fillna(-1).astype(int)
+    colours = [GRADE_COLOURS.get(g, "#DDDDDD") for g in grades]
+    labels = ["unjudged" if g < 0 else f"grade {g}" for g in grades]
+    fig = go.Figure(go.Bar(
+        x=results["rank"], y=results["score"], marker_color=colours, customdata=list(zip(labels, results["doc_id"])),
+        hovertemplate="rank %{x}<br>%{customdata[1]}<br>%{customdata[0]}<br>score %{y:.4f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="rank", dtick=1 if len(results) <= 20 else None)
+    fig.update_yaxes(title_text="score")
+    return style(fig, height=260)

@@ -1,0 +1,41 @@
+"""A ranker's results for one query, joined with the collection's judgments (the live search box)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ir_measures
+import pandas as pd
+
+from eqi_core.collection import Collection
+from eqi_core.runs import Run
+
+
+@dataclass
+class JudgedResults:
+    query: str
+    query_id: str | None  # the logged query with this text, if any
+    results: pd.DataFrame  # rank, score, grade (NaN = unjudged), doc_id, text
+    missed: pd.DataFrame  # judged relevant passages not retrieved: doc_id, grade, text
+    measures: dict[str, float]  # nDCG@10, RR, R@k for logged queries (ir_measures)
+
+
+def judge_results(collection: Collection, query: str, run: Run, k: int) -> JudgedResults:
+    """Attach judged grades to a single-query run and score it against the qrels."""
+    qid = collection.find_query(query)
+    grades = collection.judgments.get(qid, {}) if qid else {}
+    frame = run.frame.copy()
+    frame["grade"] = frame["doc_id"].map(grades)
+    texts = collection.passages.set_index("doc_id")["text"]
+    frame["text"] = frame["doc_id"].map(texts)
+    results = frame[["rank", "score", "grade", "doc_id", "text"]].reset_index(drop=True)
+    relevant = {d: g for d, g in grades.items() if g > 0}
+    missed_ids = [d for d in relevant if d not in set(frame["doc_id"])]
+    missed = pd.DataFrame({"doc_id": missed_ids, "grade": [relevant[d] for d in missed_ids],
+                           "text": [texts.get(d, "(passage text not in the corpus)") for d in missed_ids]})
+    measures: dict[str, float] = {}
+    if relevant:
+        qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
+        scored = [ir_measures.ScoredDoc(qid, d, float(s)) for d, s in zip(frame["doc_id"], frame["score"])]
+        wanted = [ir_measures.nDCG @ 10, ir_measures.RR, ir_measures.R @ k]
+        measures = {str(m): float(v) for m, v in ir_measures.calc_aggregate(wanted, qrels, scored).items()}
+    return JudgedResults(query, qid, results, missed.sort_values("grade", ascending=False), measures)

@@ -1,0 +1,75 @@
+"""Collection page: counts, length distributions, a passage/query browser and a live search box."""
+import streamlit as st
+
+from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
+from eqi_core.judged import judge_results
+from pages._common import current_collection, current_ranker
+
+collection = current_collection()
+if collection is None:
+    st.stop()
+
+st.title(collection.name)
+st.caption(f"source `{collection.source}` · fingerprint `{collection.fingerprint}`")
+for note in collection.notes:
+    st.info(note, icon=":material/info:")
+
+stats = collection.stats()
+cols = st.columns(5)
+cols[0].metric("Passages", f"{stats['passages']:,}")
+cols[1].metric("Queries", f"{stats['queries']:,}")
+cols[2].metric("Judgments", f"{stats['judgments']:,}")
+cols[3].metric("Judged queries", f"{stats['judged_queries']:,}")
+cols[4].metric("Judgments / query", stats["mean_judgments_per_query"])
+
+st.subheader("Search")
+ranker = current_ranker()
+left, right = st.columns([4, 1])
+default_query = "bank" if collection.source.startswith("wordnet") else ""
+query = left.text_input("Query", value=default_query, key="search_query",
+                        placeholder="type a query; logged queries show judged grades")
+k = right.number_input("Results", min_value=1, max_value=100, value=10, key="search_k")
+if ranker is not None and query.strip():
+    judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))
+    if judged.query_id is None:
+        st.caption("Not a logged query: no judgments to show.")
+    else:
+        n_judged = len(collection.judgments.get(judged.query_id, {}))
+        found = int(judged.results["grade"].notna().sum())
+        summary = " · ".join(f"{m} {v:.3f}" for m, v in judged.measures.items())
+        st.caption(f"Logged query `{judged.query_id}`: {found} of {n_judged} judged passages in the top {k}. {summary}")
+    if judged.results.empty:
+        st.warning("No passage shares a term with this query.")
+    else:
+        st.dataframe(
+            judged.results, hide_index=True, width="stretch", key="search_results",
+            column_config={
+                "grade": st.column_config.NumberColumn("grade", help="judged relevance; empty = unjudged", format="%d"),
+                "score": st.column_config.NumberColumn("score", format="%.4f"),
+                "text": st.column_config.TextColumn("passage", width="large"),
+            },
+        )
+        st.plotly_chart(result_grades(judged.results), key="search_figure")
+    if len(judged.missed):
+        with st.expander(f"{len(judged.missed)} judged relevant passages not in the top {k}"):
+            st.dataframe(judged.missed, hide_index=True, width="stretch")
+
+st.subheader("Distributions")
+left, right = st.columns([2, 1])
+left.plotly_chart(length_distributions(word_counts(collection.passages["text"]), word_counts(collection.queries["text"])),
+                  key="length_figure")
+if len(collection.qrels):
+    right.plotly_chart(grade_distribution(collection.qrels), key="grade_figure")
+
+st.subheader("Browse")
+passages_tab, queries_tab = st.tabs(["Passages", "Queries"])
+with passages_tab:
+    pattern = st.text_input("Filter passages (id or text contains)", key="passage_filter")
+    found = collection.find_passages(pattern)
+    st.caption(f"showing {len(found):,} passages (at most 500)")
+    st.dataframe(found, hide_index=True, width="stretch", column_config={"text": st.column_config.TextColumn(width="large")})
+with queries_tab:
+    pattern = st.text_input("Filter queries (id or text contains)", key="query_filter")
+    found = collection.find_queries(pattern)
+    st.caption(f"showing {len(found):,} queries (at most 500)")
+    st.dataframe(found, hide_index=True, width="stretch")
