@@ -1,0 +1,48 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from eqi_core.cli import app, main
+from eqi_core.runs import Run
+from tests.conftest import TINY_BEIR
+
+runner = CliRunner()
+TINY = f"beir:{TINY_BEIR}"
+
+
+@pytest.mark.parametrize("command", [[], ["collections"], ["collections", "list"], ["collections", "inspect"],
+                                     ["index"], ["search"], ["run"], ["bench"], ["bench", "encode"], ["bench", "dense"]])
+def test_help_on_every_command(command):
+    result = runner.invoke(app, command + ["--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_inspect_and_list():
+    out = runner.invoke(app, ["collections", "inspect", TINY]).output
+    assert "passages                   12" in out and "fingerprint" in out
+    assert "wordnet:full" in runner.invoke(app, ["collections", "list"]).output
+
+
+def test_search_shows_grades():
+    result = runner.invoke(app, ["search", "river bank", "-c", TINY, "-k", "3", "--json"])
+    rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    assert rows[0]["doc_id"] == "d1" and rows[0]["grade"] == 2 and len(rows) == 3
+
+
+def test_index_then_run_writes_trec(tmp_path):
+    assert runner.invoke(app, ["index", "-c", TINY]).exit_code == 0
+    out = tmp_path / "bm25.trec"
+    result = runner.invoke(app, ["run", "-c", TINY, "-k", "5", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    run = Run.from_trec(out)
+    assert run.name == "bm25" and run.depth() == 5 and "q1" in run.query_ids
+
+
+def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["eqi", "search", "x", "-c", "/no/such/collection"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: collection '/no/such/collection'") and "\n" not in err and "Traceback" not in err

@@ -1,0 +1,179 @@
+import json
+import shutil
+import zipfile
+
+import pytest
+
+from eqi_core.collection import DataError
+from eqi_core.loaders import load_collection, parse_spec
+from eqi_core.loaders.beir import load_beir
+from eqi_core.loaders.msmarco import load_msmarco
+from eqi_core.loaders.trec import read_qrels, read_trec_run
+from tests.conftest import TINY_BEIR
+
+
+def make_beir(tmp_path, corpus_lines, queries_lines=None, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n"):
+    d = tmp_path / "c"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text("\n".join(corpus_lines) + "\n")
+    (d / "queries.jsonl").write_text("\n".join(queries_lines or ['{"_id": "q1", "text": "a query"}']) + "\n")
+    (d / "qrels" / "test.tsv").write_text(qrels)
+    return d
+
+
+def test_tiny_beir_folder(tiny):
+    assert len(tiny.passages) == 12 and len(tiny.queries) == 5 and len(tiny.qrels) == 9
+    assert tiny.judgments["q1"] == {"d1": 2, "d4": 1, "d7": 1}
+    assert tiny.passages.set_index("doc_id").loc["d2", "title"] == "Bank"
+    assert tiny.notes == []
+
+
+def test_fingerprint_is_content_based(tmp_path, tiny):
+    copy = tmp_path / "copy"
+    shutil.copytree(TINY_BEIR, copy)
+    assert load_beir(copy).fingerprint == tiny.fingerprint
+    with open(copy / "corpus.jsonl", "a") as fh:
+        fh.write(json.dumps({"_id": "d99", "text": "one more"}) + "\n")
+    assert load_beir(copy).fingerprint != tiny.fingerprint
+
+
+def test_beir_zip_with_top_folder(tmp_path, tiny):
+    z = tmp_path / "tiny.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in TINY_BEIR.rglob("*"):
+            if f.is_file():
+                zf.write(f, f"tiny_beir/{f.relative_to(TINY_BEIR)}")
+    c = load_collection(f"beir:{z}")
+    assert c.fingerprint == tiny.fingerprint
+
+
+def test_zip_with_path_traversal_is_refused(tmp_path):
+    z = tmp_path / "evil.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("corpus.jsonl", '{"_id": "d1", "text": "x"}\n')
+        zf.writestr("queries.jsonl", '{"_id": "q1", "text": "x"}\n')
+        zf.writestr("../../escape.txt", "gotcha")
+    with pytest.raises(DataError, match="escapes the archive"):
+        load_beir(z)
+    assert not (tmp_path.parent / "escape.txt").exists()
+
+
+def test_malformed_json_line_names_file_and_line(tmp_path):
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "ok"}', '{"_id": "d2", "text": "trunc'])
+    with pytest.raises(DataError, match=r"corpus.jsonl: line 2: not valid JSON"):
+        load_beir(d)
+
+
+def test_duplicate_ids(tmp_path):
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}', '{"_id": "d2", "text": "b"}', '{"_id": "d1", "text": "c"}'])
+    with pytest.raises(DataError, match=r"line 3: duplicate _id 'd1' \(first on line 1\)"):
+        load_beir(d)
+
+
+def test_missing_id_and_whitespace_id(tmp_path):
+    with pytest.raises(DataError, match="line 1: missing '_id'"):
+        load_beir(make_beir(tmp_path / "a", ['{"text": "a"}']))
+    with pytest.raises(DataError, match="contains whitespace"):
+        load_beir(make_beir(tmp_path / "b", ['{"_id": "d 1", "text": "a"}']))
+
+
+def test_invalid_utf8(tmp_path):
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "ok"}'])
+    with open(d / "corpus.jsonl", "ab") as fh:
+        fh.write(b'{"_id": "d2", "text": "\xff\xfe"}\n')
+    with pytest.raises(DataError, match="line 2: invalid UTF-8"):
+        load_beir(d)
+
+
+def test_qrels_naming_unknown_ids_are_kept_and_reported(tmp_path):
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}'],
+                  qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tghost\t2\nq9\td1\t1\n")
+    c = load_beir(d)
+    assert len(c.qrels) == 3
+    assert any("1 of 3 judgments name passages that are not in the corpus" in n for n in c.notes)
+    assert any("name queries that are not in the query set" in n for n in c.notes)
+
+
+def test_bad_grade_in_qrels(tmp_path):
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}'], qrels="query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
+    with pytest.raises(DataError, match=r"test.tsv: line 2: relevance 'high' is not a number"):
+        load_beir(d)
+
+
+def test_empty_file(tmp_path):
+    d = make_beir(tmp_path, [""])
+    with pytest.raises(DataError, match="the file is empty"):
+        load_beir(d)
+
+
+def test_missing_split(tmp_path):
+    with pytest.raises(DataError, match="no qrels/dev.tsv; available splits: test"):
+        load_beir(TINY_BEIR, split="dev")
+
+
+def test_msmarco_tsv_with_trec_qrels(tmp_path):
+    (tmp_path / "collection.tsv").write_text("0\tthe first passage\n1\tthe second passage\n")
+    (tmp_path / "queries.dev.tsv").write_text("100\tfirst\n101\tsecond\n")
+    (tmp_path / "qrels.dev.tsv").write_text("100 0 0 1\n101 0 1 1\n")
+    c = load_msmarco(tmp_path)
+    assert list(c.passages["doc_id"]) == ["0", "1"] and c.judgments == {"100": {"0": 1}, "101": {"1": 1}}
+    assert load_collection(str(tmp_path)).fingerprint == c.fingerprint
+
+
+def test_msmarco_bad_line(tmp_path):
+    (tmp_path / "collection.tsv").write_text("0\tfine\n1\n")
+    (tmp_path / "queries.dev.tsv").write_text("100\tq\n")
+    with pytest.raises(DataError, match=r"collection.tsv: line 2: found 1 fields; expected 2 columns"):
+        load_msmarco(tmp_path)
+
+
+def test_trec_qrels_and_tsv_qrels(tmp_path):
+    (tmp_path / "a.qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 -1\n")
+    (tmp_path / "b.tsv").write_text("q1\td1\t2\nq1\td2\t0\n")
+    a, b = read_qrels(tmp_path / "a.qrels"), read_qrels(tmp_path / "b.tsv")
+    assert list(a["relevance"]) == [2, 0, -1] and list(b["doc_id"]) == ["d1", "d2"]
+    (tmp_path / "c.qrels").write_text("q1 0 d1\n")
+    with pytest.raises(DataError, match=r"c.qrels: line 1: relevance .d1. is not a number"):
+        read_qrels(tmp_path / "c.qrels")
+
+
+def test_trec_run_errors(tmp_path):
+    f = tmp_path / "r.trec"
+    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0\n")
+    with pytest.raises(DataError, match=r"r.trec: line 2: found 5 fields; expected 6 columns"):
+        read_trec_run(f)
+    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 abc t\n")
+    with pytest.raises(DataError, match=r"line 2: score 'abc' is not a number"):
+        read_trec_run(f)
+    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
+    with pytest.raises(DataError, match=r"line 2: document 'd1' appears twice"):
+        read_trec_run(f)
+
+
+@pytest.mark.parametrize("spec,kind", [("wordnet", "wordnet"), ("wordnet:full", "wordnet"), ("wordnet:500", "wordnet"),
+                                       ("irds:msmarco-passage/dev", "irds")])
+def test_parse_spec(spec, kind):
+    assert parse_spec(spec).kind == kind
+
+
+def test_parse_spec_errors():
+    with pytest.raises(DataError, match="no such path"):
+        parse_spec("/nope/not/here")
+    with pytest.raises(DataError, match="expected wordnet"):
+        parse_spec("wordnet:lots")
+
+
+def test_bare_path_detected_as_beir(tiny):
+    assert parse_spec(str(TINY_BEIR)).kind == "beir"
+
+
+def test_irds_unreachable_gives_one_clear_sentence():
+    with pytest.raises(DataError, match=r"irds:"):
+        load_collection("irds:no-such-dataset/at-all")
+
+
+def test_cached_collection_matches_uncached(store, tiny):
+    cached = load_collection(f"beir:{TINY_BEIR}", store)
+    again = load_collection(f"beir:{TINY_BEIR}", store)
+    assert cached.fingerprint == again.fingerprint == tiny.fingerprint
+    assert len(store.list("collection")) == 1

@@ -1,0 +1,145 @@
+"""Rankers checked against brute-force references computed here, on small fixtures."""
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from eqi_core.rankers import build_ranker, ranker_info, run_all_queries
+from eqi_core.rankers.bm25 import make_tokenizer
+from eqi_core.rankers.dense import exact_topk
+from eqi_core.rankers.splade import rowwise_topk
+from eqi_core.collection import DataError
+
+
+def bm25_reference(docs, query, k1=0.9, b=0.4):
+    """Lucene BM25 by the textbook formula, on bm25s' own tokens (stop words, Snowball)."""
+    tok = make_tokenizer()
+    doc_tokens = tok.tokenize(docs, return_as="string", show_progress=False)
+    q_tokens = make_tokenizer().tokenize([query], return_as="string", show_progress=False)[0]
+    n, avgdl = len(docs), sum(len(t) for t in doc_tokens) / len(docs)
+    df = Counter(w for t in doc_tokens for w in set(t))
+    scores = []
+    for t in doc_tokens:
+        tf, s = Counter(t), 0.0
+        for w in set(q_tokens):
+            if tf[w]:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                s += idf * tf[w] / (tf[w] + k1 * (1 - b + b * len(t) / avgdl))
+        scores.append(s)
+    return np.array(scores)
+
+
+@pytest.mark.parametrize("query", ["river bank", "bank loan interest", "musical instrument", "bread"])
+def test_bm25_matches_brute_force(tiny, store, query):
+    ranker = build_ranker("bm25", tiny, store)
+    ref = bm25_reference(tiny.passage_texts(), query)
+    run = ranker.search([query], k=12).frame
+    expected = {tiny.passages["doc_id"][i]: ref[i] for i in np.flatnonzero(ref > 0)}
+    assert set(run["doc_id"]) == set(expected)
+    for doc_id, score in zip(run["doc_id"], run["score"]):
+        assert score == pytest.approx(expected[doc_id], rel=1e-4)
+    assert list(run["score"]) == sorted(run["score"], reverse=True)
+
+
+def test_bm25_unknown_terms_return_nothing(tiny, store):
+    run = build_ranker("bm25", tiny, store).search({"z": "zebra migration", "e": ""}, k=5)
+    assert len(run) == 0
+
+
+def test_bm25_index_reused_from_store(tiny, store):
+    build_ranker("bm25", tiny, store)
+    build_ranker("bm25", tiny, store)
+    assert len(store.list("bm25")) == 1
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 10, 1 << 14, 1 << 26])
+def test_exact_topk_matches_argsort(block_bytes):
+    rng = np.random.default_rng(7)
+    docs = rng.standard_normal((1000, 16)).astype(np.float32)
+    queries = rng.standard_normal((37, 16)).astype(np.float32)
+    scores, idx = exact_topk(queries, docs, 25, block_bytes=block_bytes)
+    full = queries @ docs.T
+    ref = np.argsort(-full, axis=1)[:, :25]
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_allclose(scores, np.take_along_axis(full, ref, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_exact_topk_k_larger_than_collection():
+    docs = np.eye(3, dtype=np.float32)
+    scores, idx = exact_topk(np.array([[0.1, 0.9, 0.5]], dtype=np.float32), docs, 10)
+    assert idx.tolist() == [[1, 2, 0]] and scores.shape == (1, 3)
+
+
+def test_rowwise_topk():
+    s, i = rowwise_topk(np.array([[0.1, 3.0, 2.0, 0.0]]), 2)
+    assert i.tolist() == [[1, 2]] and s.tolist() == [[3.0, 2.0]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranker_id", ["minilm-l6", "minilm-l3-onnx"])
+def test_dense_ranker_matches_brute_force(tiny, store, ranker_id):
+    ranker = build_ranker(ranker_id, tiny, store)
+    emb = ranker.doc_embeddings
+    assert emb.dtype == np.float32 and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    queries = dict(zip(tiny.queries["query_id"], tiny.queries["text"]))
+    run = ranker.search(queries, k=5)
+    q = ranker.encoder.encode(list(queries.values()))
+    ref = np.argsort(-(q @ emb.T), axis=1)[:, :5]
+    for row, qid in enumerate(queries):
+        assert run.for_query(qid)["doc_id"].tolist() == [tiny.passages["doc_id"][j] for j in ref[row]]
+    # the river query finds the river-bank passage first
+    assert run.for_query("q1")["doc_id"].iloc[0] in {"d1", "d4"}
+
+
+@pytest.mark.slow
+def test_onnx_pooling_matches_models_own_pooled_output():
+    from eqi_core.rankers import load_encoder
+
+    enc = load_encoder("minilm-l3-onnx")
+    texts = ["a bank of the river", "short", "a financial institution that accepts deposits"]
+    e = enc.tokenizer.encode_batch(texts)
+    ids = np.array([x.ids for x in e]); mask = np.array([x.attention_mask for x in e])
+    pooled = enc.session.run(["461"], {"input_ids": ids, "attention_mask": mask})[0]
+    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    np.testing.assert_allclose(enc.encode(texts, batch_size=2), pooled, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_splade_matches_brute_force(tiny, store):
+    ranker = build_ranker("splade-tiny", tiny, store)
+    docs = ranker.doc_matrix.toarray()
+    assert docs.shape == (12, 30522) and (docs >= 0).all()
+    q = ranker.encoder.encode_sparse(["river bank"]).toarray()
+    ref = (q @ docs.T)[0]
+    run = ranker.search(["river bank"], k=4).frame
+    order = np.argsort(-ref)[:4]
+    assert run["doc_id"].tolist() == [tiny.passages["doc_id"][j] for j in order]
+    np.testing.assert_allclose(run["score"], ref[order], rtol=1e-4)
+    # expansion: the query vector has weight on 'river' and 'bank'
+    top_terms = {ranker.encoder.token(t) for t in np.argsort(-q[0])[:10]}
+    assert {"river", "bank"} <= top_terms
+
+
+def test_run_all_queries_cached(tiny, store):
+    ranker = build_ranker("bm25", tiny, store)
+    run = run_all_queries(ranker, tiny, store, k=3)
+    assert set(run.query_ids) == {"q1", "q2", "q3", "q4"}  # q5 matches nothing
+    assert run_all_queries(ranker, tiny, store, k=3).meta["artifact"] == run.meta["artifact"]
+
+
+def test_unknown_ranker():
+    with pytest.raises(DataError, match="unknown; expected one of bm25"):
+        ranker_info("tfidf")
+
+
+def test_local_sentence_transformers_folder(tiny, store, tmp_path):
+    from eqi_core.encoders import minilm_l6_dir
+    import shutil
+
+    folder = tmp_path / "my-model"
+    shutil.copytree(minilm_l6_dir(), folder)
+    ranker = build_ranker(f"st:{folder}", tiny, store)
+    assert ranker.family == "dense" and ranker.doc_embeddings.shape == (12, 384)
+    with pytest.raises(DataError, match="cannot load a sentence-transformers model|not a sentence-transformers"):
+        build_ranker(f"st:{tmp_path / 'empty'}", tiny, store)

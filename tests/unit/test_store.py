@@ -1,0 +1,100 @@
+import os
+import threading
+
+import pytest
+
+from eqi_core.store import ArtifactStore, params_key
+
+
+def write_file(name="data.txt", text="hello"):
+    def build(tmp):
+        (tmp / name).write_text(text)
+        return {"chars": len(text)}
+    return build
+
+
+def test_built_once_then_reused(store):
+    calls = []
+
+    def build(tmp):
+        calls.append(1)
+        (tmp / "a.txt").write_text("x" * 100)
+
+    a1 = store.get_or_build("thing", {"p": 1}, build)
+    a2 = store.get_or_build("thing", {"p": 1}, build)
+    assert len(calls) == 1
+    assert a1.path == a2.path and a1.file("a.txt").read_text() == "x" * 100
+    assert a2.manifest["params"] == {"p": 1}
+    assert a2.manifest["files"]["a.txt"]["size"] == 100
+
+
+def test_reused_across_store_instances(tmp_path):
+    calls = []
+    for _ in range(2):
+        s = ArtifactStore(tmp_path / "home")
+        s.get_or_build("thing", {"p": 2}, lambda tmp: calls.append(1) or (tmp / "f").write_text("y"))
+    assert len(calls) == 1
+
+
+def test_different_params_different_artifacts(store):
+    a = store.get_or_build("thing", {"p": 1}, write_file())
+    b = store.get_or_build("thing", {"p": 2}, write_file())
+    assert a.key != b.key and params_key("thing", {"p": 1}) == a.key
+
+
+def test_failed_build_leaves_nothing(store):
+    def boom(tmp):
+        (tmp / "half.txt").write_text("partial")
+        raise RuntimeError("killed mid-build")
+
+    with pytest.raises(RuntimeError):
+        store.get_or_build("thing", {"p": 3}, boom)
+    assert store.load("thing", {"p": 3}) is None
+    leftovers = [p for p in (store.root / "thing").iterdir() if not p.name.endswith(".lock")]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "manifest"])
+def test_corrupt_artifact_detected_and_rebuilt(store, damage):
+    art = store.get_or_build("thing", {"p": 4}, write_file(text="abcdefgh"))
+    f = art.file("data.txt")
+    if damage == "truncate":
+        f.write_text("abc")
+    elif damage == "flip":
+        f.write_text("abcdefgX")  # same size, wrong checksum
+    elif damage == "delete":
+        f.unlink()
+    else:
+        art.file("manifest.json").write_text("{not json")
+    assert store.load("thing", {"p": 4}) is None
+    rebuilt = store.get_or_build("thing", {"p": 4}, write_file(text="abcdefgh"))
+    assert rebuilt.file("data.txt").read_text() == "abcdefgh"
+
+
+def test_concurrent_builders_build_once(store):
+    calls, results = [], []
+
+    def slow(tmp):
+        calls.append(1)
+        threading.Event().wait(0.3)
+        (tmp / "f").write_text("z")
+
+    threads = [threading.Thread(target=lambda: results.append(store.get_or_build("thing", {"p": 5}, slow)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len({r.path for r in results}) == 1
+
+
+def test_stale_temporary_of_killed_builder_is_swept(store):
+    parent = store.root / "thing"
+    parent.mkdir(parents=True)
+    stale = parent / ".deadbeef.abc.tmp"
+    stale.mkdir()
+    (stale / "junk").write_text("left by a killed process")
+    old = os.path.getmtime(stale) - 60
+    os.utime(stale, (old, old))
+    store.get_or_build("thing", {"p": 6}, write_file())
+    assert not stale.exists()
