@@ -14,7 +14,7 @@ from eqi_core.runs import Run
 class JudgedResults:
     query: str
     query_id: str | None  # the logged query with this text, if any
-    results: pd.DataFrame  # rank, score, grade (NaN = unjudged), doc_id, text
+    results: pd.DataFrame  # rank, score, grade (NaN = unjudged), judgment (label), doc_id, text
     missed: pd.DataFrame  # judged relevant passages not retrieved: doc_id, grade, text
     measures: dict[str, float]  # nDCG@10, RR, R@k for logged queries (ir_measures)
 
@@ -27,7 +27,8 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     frame["grade"] = frame["doc_id"].map(grades)
     texts = collection.passages.set_index("doc_id")["text"]
     frame["text"] = frame["doc_id"].map(texts)
-    results = frame[["rank", "score", "grade", "doc_id", "text"]].reset_index(drop=True)
+    frame["judgment"] = frame["grade"].map(lambda g: "unjudged" if pd.isna(g) else f"grade {int(g)}")
+    results = frame[["rank", "score", "grade", "judgment", "doc_id", "text"]].reset_index(drop=True)
     relevant = {d: g for d, g in grades.items() if g > 0}
     missed_ids = [d for d in relevant if d not in set(frame["doc_id"])]
     missed = pd.DataFrame({"doc_id": missed_ids, "grade": [relevant[d] for d in missed_ids],

@@ -3,8 +3,9 @@ import streamlit as st
 
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
-from pages._common import current_collection, current_ranker
+from pages._common import current_collection, current_ranker, sidebar
 
+sidebar()
 collection = current_collection()
 if collection is None:
     st.stop()
@@ -43,8 +44,9 @@ if ranker is not None and query.strip():
     else:
         st.dataframe(
             judged.results, hide_index=True, width="stretch", key="search_results",
+            column_order=["rank", "score", "judgment", "doc_id", "text"],
             column_config={
-                "grade": st.column_config.NumberColumn("grade", help="judged relevance; empty = unjudged", format="%d"),
+                "judgment": st.column_config.TextColumn("judged", help="relevance grade in the qrels"),
                 "score": st.column_config.NumberColumn("score", format="%.4f"),
                 "text": st.column_config.TextColumn("passage", width="large"),
             },

@@ -119,8 +119,8 @@ def data_roots() -> list[Path]:
 def discover_collections(roots: list[Path] | None = None) -> dict[str, str]:
     """label -> spec: the WordNet options plus BEIR/MS MARCO folders and zips one level under each root."""
     found = {
-        f"WordNet 3.0 (default {DEFAULT_SYNSETS:,}-synset subset)": "wordnet",
-        "WordNet 3.0 (full, 117,659 synsets)": "wordnet:full",
+        f"WordNet · {DEFAULT_SYNSETS // 1000}k synsets (default)": "wordnet",
+        "WordNet · full (118k synsets)": "wordnet:full",
     }
     for root in roots if roots is not None else data_roots():
         if not root.is_dir():

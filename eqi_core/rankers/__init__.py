@@ -68,6 +68,28 @@ def load_encoder(encoder_id: str):
     raise DataError(f"encoder {encoder_id!r}: unknown")
 
 
+def index_artifact(ranker_id: str, collection: Collection) -> tuple[str, dict]:
+    """(kind, params) of the stored index a ranker needs for this collection."""
+    ranker_info(ranker_id)
+    if ranker_id == "bm25":
+        from eqi_core.rankers.bm25 import BM25Ranker
+
+        return BM25Ranker.artifact(collection)
+    if ranker_id == "splade-tiny":
+        from eqi_core.rankers.splade import SpladeRanker
+
+        return SpladeRanker.artifact(collection)
+    from eqi_core.rankers.dense import passage_embeddings_artifact
+
+    encoder_id = ranker_id if not ranker_id.startswith("st:") else f"st:{Path(ranker_id[3:]).expanduser().resolve()}"
+    return passage_embeddings_artifact(collection, encoder_id)
+
+
+def is_indexed(ranker_id: str, collection: Collection, store: ArtifactStore) -> bool:
+    """Whether the ranker's index for this collection is in the store (cheap: no checksums)."""
+    return store.load(*index_artifact(ranker_id, collection), verify=False) is not None
+
+
 def build_ranker(ranker_id: str, collection: Collection, store: ArtifactStore,
                  progress: ProgressFn | None = None) -> Ranker:
     """Index ``collection`` for this ranker (or load the index from the store) and return it."""
@@ -102,4 +124,4 @@ def run_all_queries(ranker: Ranker, collection: Collection, store: ArtifactStore
 
 
 __all__ = ["RANKERS", "DEFAULT_RANKER", "RankerInfo", "Ranker", "Queries", "as_query_items",
-           "ranker_info", "load_encoder", "build_ranker", "run_all_queries"]
+           "ranker_info", "load_encoder", "index_artifact", "is_indexed", "build_ranker", "run_all_queries"]

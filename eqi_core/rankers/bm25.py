@@ -32,10 +32,15 @@ class BM25Ranker:
     family: str = "lexical"
     release_date: str = "1994-11"
 
+    @staticmethod
+    def artifact(collection: Collection, k1: float = 0.9, b: float = 0.4) -> tuple[str, dict]:
+        """(kind, params) of this ranker's index in the store."""
+        return "bm25", {"collection": collection.fingerprint, "k1": k1, "b": b, "version": BM25_VERSION}
+
     @classmethod
     def build(cls, collection: Collection, store: ArtifactStore, k1: float = 0.9, b: float = 0.4,
               progress=None) -> "BM25Ranker":
-        params = {"collection": collection.fingerprint, "k1": k1, "b": b, "version": BM25_VERSION}
+        kind, params = cls.artifact(collection, k1, b)
 
         def build(tmp: Path) -> dict:
             tok = make_tokenizer()
@@ -49,7 +54,7 @@ class BM25Ranker:
                 progress(1, 1)
             return {"vocabulary": len(tok.get_vocab_dict())}
 
-        art = store.get_or_build("bm25", params, build, sources=[f"collection:{collection.fingerprint}"])
+        art = store.get_or_build(kind, params, build, sources=[f"collection:{collection.fingerprint}"])
         retriever = bm25s.BM25.load(str(art.file("index")), allow_pickle=False)
         tok = make_tokenizer()
         tok.load_vocab(str(art.file("index")))

@@ -58,6 +58,15 @@ def exact_topk(
     return out_s, out_i
 
 
+def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:
+    """(kind, params) of stored embeddings: what was encoded (``params``) and by which encoder."""
+    return "embeddings", {**params, "encoder": encoder_id}
+
+
+def passage_embeddings_artifact(collection: Collection, encoder_id: str) -> tuple[str, dict]:
+    return embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "passages"})
+
+
 def encode_texts(
     encoder: Encoder, texts: list[str], store: ArtifactStore, params: dict, progress: ProgressFn | None = None,
 ) -> np.ndarray:
@@ -68,7 +77,7 @@ def encode_texts(
         np.save(tmp / "embeddings.npy", emb, allow_pickle=False)
         return {"shape": list(emb.shape)}
 
-    art = store.get_or_build("embeddings", {**params, "encoder": encoder.id}, build)
+    art = store.get_or_build(*embeddings_artifact(encoder.id, params), build)
     return np.load(art.file("embeddings.npy"), allow_pickle=False)
 
 
@@ -85,8 +94,9 @@ class DenseRanker:
     @classmethod
     def build(cls, collection: Collection, store: ArtifactStore, encoder: Encoder, name: str,
               release_date: str, progress: ProgressFn | None = None) -> "DenseRanker":
+        _, params = passage_embeddings_artifact(collection, encoder.id)
         emb = encode_texts(encoder, collection.passage_texts(), store,
-                           {"collection": collection.fingerprint, "field": "passages"}, progress)
+                           {k: v for k, v in params.items() if k != "encoder"}, progress)
         return cls(encoder, emb, collection.passages["doc_id"].to_numpy(dtype=object), encoder.id, name, release_date)
 
     def encode_queries(self, texts: list[str], progress: ProgressFn | None = None) -> np.ndarray:

@@ -28,6 +28,11 @@ class SpladeRanker:
     def __post_init__(self) -> None:
         self._vocab_by_doc = self.doc_matrix.T.tocsr()  # vocabulary x passages, for q @ D^T
 
+    @staticmethod
+    def artifact(collection: Collection, encoder_id: str = "splade-tiny") -> tuple[str, dict]:
+        """(kind, params) of the sparse passage matrix in the store."""
+        return "splade", {"collection": collection.fingerprint, "encoder": encoder_id}
+
     @classmethod
     def build(cls, collection: Collection, store: ArtifactStore, encoder: SpladeEncoder,
               progress: ProgressFn | None = None) -> "SpladeRanker":
@@ -36,7 +41,7 @@ class SpladeRanker:
             sp.save_npz(tmp / "passages.npz", m, compressed=False)
             return {"shape": list(m.shape), "nnz": int(m.nnz)}
 
-        art = store.get_or_build("splade", {"collection": collection.fingerprint, "encoder": encoder.id}, build)
+        art = store.get_or_build(*cls.artifact(collection, encoder.id), build)
         matrix = sp.load_npz(art.file("passages.npz")).tocsr()
         return cls(encoder, matrix, collection.passages["doc_id"].to_numpy(dtype=object))
 

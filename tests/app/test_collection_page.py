@@ -1,0 +1,52 @@
+"""AppTest of the shell (navigation + shared sidebar) and the Collection page."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import FIXTURES, TINY_BEIR
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def app(monkeypatch):
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
+    return AppTest.from_file(APP, default_timeout=240)
+
+
+def test_default_wordnet_search_for_bank_shows_graded_senses(app):
+    app.run()
+    assert not app.exception
+    assert app.title[0].value.startswith("WordNet 3.0")
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Passages"] == "20,001" and metrics["Queries"] == "13,013"
+    results = app.dataframe[0].value
+    assert len(results) == 10
+    assert results["text"].str.contains("bank").all()
+    assert results["grade"].notna().sum() >= 5  # several senses of "bank", each judged
+    assert any("Logged query `bank`" in c.value for c in app.caption)
+
+
+def test_sidebar_switches_collection_and_ranker(app):
+    app.run()
+    app.selectbox(key="collection_spec").set_value(f"beir:{TINY_BEIR}").run()
+    assert not app.exception
+    assert app.title[0].value == "tiny_beir"
+    app.text_input(key="search_query").set_value("river bank").run()
+    results = app.dataframe[0].value
+    assert results["doc_id"].iloc[0] == "d1" and results["grade"].iloc[0] == 2
+    app.selectbox(key="ranker_id").set_value("minilm-l3-onnx").run()
+    assert not app.exception
+    assert app.dataframe[0].value["doc_id"].iloc[0] in {"d1", "d4", "d7"}
+
+
+def test_browser_filters_and_unlogged_query(app):
+    app.run()
+    app.selectbox(key="collection_spec").set_value(f"beir:{TINY_BEIR}").run()
+    app.text_input(key="passage_filter").set_value("piano").run()
+    assert any("showing 1 passages" in c.value for c in app.caption)
+    app.text_input(key="search_query").set_value("zebra migration").run()
+    assert not app.exception
+    assert any("No passage shares a term" in w.value for w in app.warning)
+    assert any("Not a logged query" in c.value for c in app.caption) is False  # q5 is logged

@@ -1,0 +1,62 @@
+"""Loaders and runs on the real collections in ../shared/data (skipped when it is absent)."""
+import ir_measures
+import pytest
+
+from eqi_core.loaders import load_collection
+from eqi_core.rankers import build_ranker, run_all_queries
+from eqi_core.runs import Run
+from tests.conftest import shared_dataset
+
+pytestmark = pytest.mark.data
+
+# ../shared/data/README.md: published nDCG@10 of each run with the official qrels
+PUBLISHED_NDCG10 = {"bm25": 0.5058, "bm25-rm3": 0.5216, "tasb": 0.7210, "splade-pp-ed": 0.7308,
+                    "openai-ada2": 0.7035, "repllama": 0.7384}
+
+
+@pytest.mark.parametrize("name,passages,queries,qrels", [
+    ("scifact", 5183, 1109, 339), ("trec-dl19-passage", 14581, 43, 9260), ("cranfield", 1400, 225, 1837),
+])
+def test_counts_match_the_readme(name, passages, queries, qrels):
+    c = load_collection(str(shared_dataset(name)))
+    assert (len(c.passages), len(c.queries), len(c.qrels)) == (passages, queries, qrels)
+
+
+def test_dl19_qrels_without_text_are_reported():
+    c = load_collection(str(shared_dataset("trec-dl19-passage")))
+    assert any("4923 of 9260 judgments name passages that are not in the corpus" in n for n in c.notes)
+
+
+def test_scifact_train_split():
+    c = load_collection(f"beir:{shared_dataset('scifact')}#train")
+    assert len(c.qrels) == 919 and c.qrels["query_id"].nunique() == 809
+
+
+@pytest.fixture(scope="module")
+def dl19_runs():
+    folder = shared_dataset("trec-dl19-passage") / "runs"
+    return {f.name.split(".")[0]: Run.from_trec(f) for f in sorted(folder.glob("*.trec"))}
+
+
+def test_six_run_files_parse(dl19_runs):
+    assert set(dl19_runs) == set(PUBLISHED_NDCG10)
+    assert all(len(r.query_ids) == 43 for r in dl19_runs.values())
+    assert dl19_runs["repllama"].depth() == 1000 and dl19_runs["bm25"].depth() == 100
+
+
+def test_repllama_ties_are_noticed(dl19_runs):
+    assert dl19_runs["repllama"].tied_groups() > 100
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_NDCG10))
+def test_ndcg10_equals_published(dl19_runs, name):
+    qrels = load_collection(str(shared_dataset("trec-dl19-passage"))).qrels
+    value = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, dl19_runs[name].frame)[ir_measures.nDCG @ 10]
+    assert round(value, 4) == PUBLISHED_NDCG10[name]
+
+
+def test_live_bm25_on_cranfield(shared_store):
+    c = load_collection(str(shared_dataset("cranfield")), shared_store)
+    run = run_all_queries(build_ranker("bm25", c, shared_store), c, shared_store, k=100)
+    ndcg = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], c.qrels, run.frame)[ir_measures.nDCG @ 10]
+    assert 0.25 < ndcg < 0.6  # BM25 on Cranfield is typically ~0.3-0.45 nDCG@10
