@@ -14,7 +14,7 @@ from eqi_core.rankers.base import Queries, as_query_items
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 
-BLOCK_BYTES = 64 << 20  # score block size: small enough to stay in cache-friendly memory
+BLOCK_BYTES = 256 << 20  # bounds the score block; larger blocks measured faster (fewer merges)
 
 
 def exact_topk(
@@ -24,7 +24,8 @@ def exact_topk(
     """Exact inner-product top-k: (scores, indices), each (n_queries, k), best first.
 
     Scores are computed for a block of queries against a block of passages at a time (one
-    GEMM), reduced with ``torch.topk`` and merged across passage blocks, so memory stays near
+    GEMM through numpy's BLAS, measured faster than torch's here), reduced with ``torch.topk``
+    (multi-threaded over rows) and merged across passage blocks, so memory stays near
     ``block_bytes`` whatever the collection size.
     """
     n_q, n_d = len(queries), len(docs)
@@ -33,16 +34,16 @@ def exact_topk(
     out_i = np.empty((n_q, k), dtype=np.int64)
     if n_q == 0 or k == 0:
         return out_s, out_i
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    docs = np.ascontiguousarray(docs, dtype=np.float32)
     d_block = max(k, min(n_d, block_bytes // 4 // 256))
     q_block = max(1, min(n_q, block_bytes // 4 // min(n_d, d_block)))
-    d = torch.from_numpy(np.ascontiguousarray(docs, dtype=np.float32))
-    q_all = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
     with torch.inference_mode():
         for qs in range(0, n_q, q_block):
-            q = q_all[qs:qs + q_block]
+            q = queries[qs:qs + q_block]
             best_s = best_i = None
             for ds in range(0, n_d, d_block):
-                scores = q @ d[ds:ds + d_block].T
+                scores = torch.from_numpy(q @ docs[ds:ds + d_block].T)
                 s, i = torch.topk(scores, min(k, scores.shape[1]), dim=1)
                 i += ds
                 if best_s is None:

@@ -167,9 +167,15 @@ def test_bare_path_detected_as_beir(tiny):
     assert parse_spec(str(TINY_BEIR)).kind == "beir"
 
 
-def test_irds_unreachable_gives_one_clear_sentence():
-    with pytest.raises(DataError, match=r"irds:"):
-        load_collection("irds:no-such-dataset/at-all")
+def test_irds_unknown_id():
+    with pytest.raises(DataError, match=r"irds:no-such/thing: ir_datasets has no dataset with this id"):
+        load_collection("irds:no-such/thing")
+
+
+def test_irds_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
+    with pytest.raises(DataError, match=r"irds:beir/scifact: .*not in IR_DATASETS_HOME and downloads are off"):
+        load_collection("irds:beir/scifact")
 
 
 def test_cached_collection_matches_uncached(store, tiny):
