@@ -125,3 +125,64 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
         "target_speedup": 2.0,
         **machine(),
     }
+
+
+def bench_tasc(n_queries: int = 7000, n_rankers: int = 6, depth: int = 100, seed: int = 0) -> dict:
+    """Matrix (ir_measures nDCG@10) + TaSC max/mean in both modes with 1000-sample bootstrap CIs,
+    against the bare baseline of one ``ir_measures.calc_aggregate`` per run on the same runs.
+
+    Runs are synthetic but shaped like real ones: each ranker ranks 100 of 20,000 passages per
+    query, with the query's relevant passages placed at ranker-specific random ranks or missed.
+    """
+    import ir_measures
+    import pandas as pd
+
+    from eqi_core.coverage import compute_matrix, tasc_table
+    from eqi_core.runs import Run
+
+    rng = np.random.default_rng(seed)
+    qids = np.array([f"q{i}" for i in range(n_queries)])
+    rel_docs = rng.integers(0, 20_000, size=(n_queries, 3))
+    qrels = pd.DataFrame({"query_id": np.repeat(qids, 3), "doc_id": [f"d{d}" for d in rel_docs.ravel()],
+                          "relevance": rng.integers(1, 4, n_queries * 3)}).drop_duplicates(["query_id", "doc_id"])
+    runs = {}
+    for r in range(n_rankers):
+        docs = rng.integers(0, 20_000, size=(n_queries, depth))
+        hit = rng.random((n_queries, 3)) < 0.3 + 0.08 * r
+        pos = rng.integers(0, depth, size=(n_queries, 3))
+        for j in range(3):
+            docs[hit[:, j], pos[hit[:, j], j]] = rel_docs[hit[:, j], j]
+        frame = pd.DataFrame({"query_id": np.repeat(qids, depth), "doc_id": [f"d{d}" for d in docs.ravel()],
+                              "rank": np.tile(np.arange(1, depth + 1), n_queries),
+                              "score": np.tile(np.linspace(10, 0, depth), n_queries)})
+        frame = frame.drop_duplicates(["query_id", "doc_id"])
+        runs[f"r{r}"] = Run(f"r{r}", frame)
+    dates = {f"r{r}": f"{2015 + r}-01" for r in range(n_rankers)}
+
+    def ours():
+        m = compute_matrix(runs, qrels, "nDCG@10")
+        tasc_table(m.values, "chronological", dates, baseline="r0")
+        tasc_table(m.values, "all-others", dates)
+        return m
+
+    def baseline():
+        return {n: ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, r.frame) for n, r in runs.items()}
+
+    t_ours, m = _best_of(ours, 1)
+    t_base, agg = _best_of(baseline, 1)
+    same_means = all(abs(m.means()[n] - agg[n][ir_measures.nDCG @ 10] * len(set(r.frame["query_id"])) / len(m.values)) < 1e-9
+                     for n, r in runs.items())
+    return {
+        "benchmark": "tasc",
+        "rankers": n_rankers,
+        "queries": n_queries,
+        "run_depth": depth,
+        "ours": "compute_matrix (nDCG@10, per query) + tasc_table x 2 modes (max, mean, 1000-sample bootstrap CIs)",
+        "ours_seconds": round(t_ours, 3),
+        "baseline": "ir_measures.calc_aggregate per run (mean nDCG@10 only)",
+        "baseline_seconds": round(t_base, 3),
+        "ratio_baseline_over_ours": round(t_base / t_ours, 3),
+        "means_agree_with_baseline": bool(same_means),
+        "target_seconds": 5.0,
+        **machine(),
+    }

@@ -119,6 +119,66 @@ def run(
     typer.echo(f"wrote {len(result):,} lines for {len(result.query_ids):,} queries to {output}")
 
 
+@app.command()
+def tasc(
+    qrels: Optional[Path] = typer.Option(None, "--qrels", "-q", help="TREC or TSV qrels (default: the collection's)"),
+    run_files: list[Path] = typer.Option([], "--run", help="a TREC run file; repeat for each ranker"),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="collection for live rankers / qrels"),
+    rankers: list[str] = typer.Option([], "--ranker", "-r", help="a live ranker id; repeat (needs --collection)"),
+    measure: str = typer.Option("nDCG@10", "--measure", "-m", help="ir_measures or trec_eval name, e.g. ndcg_cut_10, RR@10"),
+    mode: str = typer.Option("chronological", "--mode", help="chronological or all-others"),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="reference of the earliest ranker (e.g. bm25)"),
+    release: list[str] = typer.Option([], "--release", help="NAME=YYYY-MM release date; repeat (known rankers have defaults)"),
+    n_boot: int = typer.Option(1000, "--bootstrap", min=100, max=100_000, help="bootstrap resamples for the CIs"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSV, LaTeX, HTML and PNG figures here"),
+) -> None:
+    """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers."""
+    from eqi_core.collection import DataError as _DataError
+    from eqi_core.coverage import compute_matrix, tasc_table
+    from eqi_core.coverage.sources import live_runs, load_run_files, release_date_for
+    from eqi_core.loaders.trec import read_qrels
+
+    store = _store()
+    runs = load_run_files(list(run_files))
+    coll = load_collection(collection, store) if collection else None
+    if rankers:
+        if coll is None:
+            raise _DataError("--ranker needs --collection (the rankers run that collection's queries)")
+        runs.update(live_runs(coll, list(rankers), store, progress=tqdm_progress("ranking", "query")))
+    if qrels is not None:
+        judgments = read_qrels(qrels)
+    elif coll is not None:
+        judgments = coll.qrels
+    else:
+        raise _DataError("no judgments: give --qrels FILE or --collection SPEC")
+    dates = {name: release_date_for(name) for name in runs}
+    for item in release:
+        name, sep, date = item.partition("=")
+        if not sep or name not in runs:
+            raise _DataError(f"--release {item!r}: expected NAME=YYYY-MM with NAME one of {', '.join(runs)}")
+        dates[name] = date
+    matrix = compute_matrix(runs, judgments, measure)
+    table, _ = tasc_table(matrix.values, mode, dates, baseline, n_boot=n_boot)
+    for note in matrix.notes:
+        typer.echo(f"note: {note}", err=True)
+    typer.echo(f"{len(matrix.values)} queries, measure {matrix.measure}, mode {mode}")
+    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if output_dir:
+        from eqi_core.coverage.export import figure_html, tasc_latex, write_figure
+        from eqi_core.figures import coverage as figs
+
+        output_dir.mkdir(parents=True, exist_ok=True)
+        matrix.values.to_csv(output_dir / "matrix.csv")
+        table.to_csv(output_dir / "tasc.csv", index=False)
+        (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure))
+        figures = {"sorted": figs.sorted_per_query(matrix.values, matrix.measure), **figs.tasc_figures(table, matrix.measure),
+                   "unsolved": figs.solved_by_count(matrix.values)}
+        for name, fig in figures.items():
+            (output_dir / f"{name}.html").write_text(figure_html(fig))
+            write_figure(fig, output_dir / f"{name}.png")
+        typer.echo(f"wrote matrix.csv, tasc.csv, tasc.tex and {len(figures)} figures (HTML + PNG) to {output_dir}")
+
+
 @bench_app.command("encode")
 def bench_encode_cmd(
     collection: str = CollectionOpt,
@@ -143,6 +203,18 @@ def bench_dense_cmd(
 
     store = _store()
     _echo_json(bench_dense(load_collection(collection, store), store, n_queries=queries, k=k), output)
+
+
+@bench_app.command("tasc")
+def bench_tasc_cmd(
+    queries: int = typer.Option(7000, "--queries", min=10),
+    rankers: int = typer.Option(6, "--rankers", min=2),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """Time to compute the per-query matrix + TaSC (target < 5 s for 6 rankers x 7k queries)."""
+    from eqi_core.bench import bench_tasc
+
+    _echo_json(bench_tasc(n_queries=queries, n_rankers=rankers), output)
 
 
 def main() -> None:

@@ -10,7 +10,9 @@ import streamlit as st
 
 from eqi_core.collection import Collection, DataError
 from eqi_core.loaders import discover_collections, load_collection
-from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, is_indexed, ranker_info
+from eqi_core.rankers import (DEFAULT_RANKER, RANKERS, build_ranker, has_run, is_indexed, ranker_info,
+                              run_all_queries)
+from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 
 COLLECTION_KEY = "collection_spec"
@@ -44,6 +46,40 @@ def current_collection() -> Collection | None:
         return None
 
 
+def _with_progress(label: str, work) -> None:
+    """Run ``work(progress)`` under a live st.status + st.progress (outside any cached function)."""
+    with st.status(label, expanded=True) as status:
+        bar = st.progress(0.0, text="starting")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(min(1.0, done / max(total, 1)), text=f"{done:,} / {total:,}")
+
+        work(progress)
+        status.update(label=label.replace("...", ": done (cached for next time)"), state="complete", expanded=False)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _get_run(spec: str, ranker_id: str, k: int) -> Run:
+    collection = get_collection(spec)
+    run = run_all_queries(_get_ranker(spec, ranker_id), collection, get_store(), k=k)
+    run.name = ranker_id
+    return run
+
+
+def live_run(spec: str, ranker_id: str, k: int = 100) -> Run:
+    """A ranker's run over all queries of the collection; the first computation shows progress."""
+    collection = get_collection(spec)
+    store = get_store()
+    if not is_indexed(ranker_id, collection, store):
+        _with_progress(f"Indexing {len(collection.passages):,} passages for {ranker_info(ranker_id).name}...",
+                       lambda p: build_ranker(ranker_id, collection, store, progress=p))
+    if not has_run(ranker_id, collection, store, k):
+        ranker = _get_ranker(spec, ranker_id)
+        _with_progress(f"Ranking {len(collection.queries):,} queries with {ranker_info(ranker_id).name}...",
+                       lambda p: run_all_queries(ranker, collection, store, k=k, progress=p))
+    return _get_run(spec, ranker_id, k)
+
+
 def current_ranker():
     """The chosen ranker over the chosen collection; the first build shows a progress bar."""
     spec = st.session_state.get(COLLECTION_KEY, "wordnet")
@@ -53,14 +89,8 @@ def current_ranker():
         collection = get_collection(spec)
         if not is_indexed(ranker_id, collection, get_store()):
             # Build outside the cached function so the progress bar is live, not replayed.
-            with st.status(f"Indexing {len(collection.passages):,} passages for {info.name}...", expanded=True) as status:
-                bar = st.progress(0.0, text="starting")
-
-                def progress(done: int, total: int) -> None:
-                    bar.progress(min(1.0, done / max(total, 1)), text=f"{done:,} / {total:,} passages")
-
-                build_ranker(ranker_id, collection, get_store(), progress=progress)
-                status.update(label=f"{info.name} index ready (cached for next time)", state="complete", expanded=False)
+            _with_progress(f"Indexing {len(collection.passages):,} passages for {info.name}...",
+                           lambda p: build_ranker(ranker_id, collection, get_store(), progress=p))
         return _get_ranker(spec, ranker_id)
     except DataError as exc:
         st.error(str(exc))

@@ -107,12 +107,21 @@ def build_ranker(ranker_id: str, collection: Collection, store: ArtifactStore,
     return DenseRanker.build(collection, store, load_encoder(ranker_id), info.name, info.release_date, progress)
 
 
+def run_artifact(ranker_id: str, collection: Collection, k: int = 100) -> tuple[str, dict]:
+    """(kind, params) of a ranker's stored run over all the collection's queries."""
+    return "run", {"collection": collection.fingerprint, "ranker": ranker_id, "k": k}
+
+
+def has_run(ranker_id: str, collection: Collection, store: ArtifactStore, k: int = 100) -> bool:
+    return store.load(*run_artifact(ranker_id, collection, k), verify=False) is not None
+
+
 def run_all_queries(ranker: Ranker, collection: Collection, store: ArtifactStore, k: int = 100,
                     progress: ProgressFn | None = None) -> Run:
     """The ranker's run over every query of the collection, cached in the store as Parquet."""
     import pandas as pd
 
-    params = {"collection": collection.fingerprint, "ranker": ranker.id, "k": k}
+    _, params = run_artifact(ranker.id, collection, k)
 
     def build(tmp: Path) -> dict:
         run = ranker.search(dict(zip(collection.queries["query_id"], collection.queries["text"])), k=k, progress=progress)
@@ -124,4 +133,4 @@ def run_all_queries(ranker: Ranker, collection: Collection, store: ArtifactStore
 
 
 __all__ = ["RANKERS", "DEFAULT_RANKER", "RankerInfo", "Ranker", "Queries", "as_query_items",
-           "ranker_info", "load_encoder", "index_artifact", "is_indexed", "build_ranker", "run_all_queries"]
+           "ranker_info", "load_encoder", "index_artifact", "is_indexed", "build_ranker", "run_artifact", "has_run", "run_all_queries"]

@@ -35,6 +35,9 @@ def dashboard(session_store_home):
     """Start ``streamlit run app.py`` on a free loopback port; yield its URL; stop it."""
     port = _free_port()
     env = {**os.environ, "EQI_HOME": str(session_store_home), "HF_HUB_OFFLINE": "1"}
+    shared = ROOT.parent / "shared" / "data"
+    if shared.is_dir():  # the real collections appear in the sidebar, as for a user with EQI_DATA_ROOTS set
+        env["EQI_DATA_ROOTS"] = str(shared)
     log = open(session_store_home / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",

@@ -1,0 +1,111 @@
+"""Figures of the Ranker coverage page (paper Figures 1-4, a clustered heatmap, unsolved queries)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from eqi_core.figures.theme import ranker_colour, style
+
+
+def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
+    """Figure 1: each ranker's per-query metric sorted from best to worst over the query share."""
+    fig = go.Figure()
+    n = len(values)
+    x = (np.arange(n) + 1) / n * 100 if n else []
+    for r in values.columns:
+        fig.add_trace(go.Scatter(x=x, y=np.sort(values[r].to_numpy())[::-1], name=r, mode="lines",
+                                 line=dict(color=ranker_colour(r), width=2),
+                                 hovertemplate=f"{r}<br>top %{{x:.0f}}% of queries: {measure} >= %{{y:.3f}}<extra></extra>"))
+    fig.update_xaxes(title_text="queries, sorted per ranker (%)")
+    fig.update_yaxes(title_text=measure, range=[-0.02, 1.02])
+    return style(fig, f"Per-query {measure}, sorted")
+
+
+def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str) -> go.Figure:
+    """Figure 2: per-query difference a - b, sorted; above 0 a is better, below 0 b is better."""
+    diff = (values[a] - values[b]).sort_values(ascending=False)
+    colours = np.where(diff > 0, ranker_colour(a), np.where(diff < 0, ranker_colour(b), "#BBBBBB"))
+    fig = go.Figure(go.Bar(x=np.arange(len(diff)), y=diff.to_numpy(), marker_color=colours, marker_line_width=0,
+                           customdata=diff.index, hovertemplate="query %{customdata}<br>difference %{y:.3f}<extra></extra>"))
+    wins, losses, ties = int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())
+    fig.update_xaxes(title_text=f"queries sorted by difference ({a} better: {wins}, {b} better: {losses}, equal: {ties})",
+                     showticklabels=False)
+    fig.update_yaxes(title_text=f"{measure}: {a} - {b}", range=[-1.05, 1.05])
+    fig.update_layout(bargap=0)
+    return style(fig, f"{a} vs {b}, per query")
+
+
+def tasc_bars(table: pd.DataFrame) -> go.Figure:
+    """Figure 3: TaSC max and mean per ranker in table order (chronological), with bootstrap CIs."""
+    t = table.dropna(subset=["tasc_max"])
+    fig = go.Figure()
+    for agg, colour in (("max", "#4C78A8"), ("mean", "#F58518")):
+        fig.add_trace(go.Bar(
+            x=t["ranker"], y=t[f"tasc_{agg}"], name=f"TaSC {agg}", marker_color=colour,
+            error_y=dict(type="data", symmetric=False, array=t[f"tasc_{agg}_hi"] - t[f"tasc_{agg}"],
+                         arrayminus=t[f"tasc_{agg}"] - t[f"tasc_{agg}_lo"]),
+            hovertemplate="%{x}<br>TaSC " + agg + " %{y:.4f}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="TaSC")
+    return style(fig, "TaSC by ranker (95% bootstrap CI)")
+
+
+def tasc_bubbles(table: pd.DataFrame, agg: str, measure: str, title: str) -> go.Figure:
+    """Figure 4: release date (x) vs TaSC (y); bubble area = mean metric."""
+    t = table.dropna(subset=[f"tasc_{agg}"]).copy()
+    t["date"] = pd.to_datetime(t["release"], errors="coerce")
+    t = t.sort_values("date")
+    fig = go.Figure()
+    for i, (_, row) in enumerate(t.iterrows()):
+        fig.add_trace(go.Scatter(
+            x=[row["date"]], y=[row[f"tasc_{agg}"]], mode="markers+text", text=[row["ranker"]],
+            textposition="top center" if i % 2 == 0 else "bottom center", name=row["ranker"], showlegend=False,
+            marker=dict(size=10 + 40 * row["mean_metric"], color=ranker_colour(row["ranker"]), opacity=0.7,
+                        line=dict(width=1, color="#333")),
+            hovertemplate=f"{row['ranker']}<br>released {row['release']}<br>TaSC {agg} %{{y:.4f}}"
+                          f"<br>mean {measure} {row['mean_metric']:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="release date")
+    if len(t):
+        lo, hi = t[f"tasc_{agg}"].min(), t[f"tasc_{agg}"].max()
+        pad = max(0.05, 0.3 * (hi - lo))
+        fig.update_yaxes(range=[max(0.0, lo - pad), hi + pad])
+    fig.update_yaxes(title_text=f"TaSC {agg}")
+    return style(fig, title)
+
+
+def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000) -> go.Figure:
+    """Query x ranker heatmap, queries ordered by hierarchical clustering (scipy) of their profiles."""
+    from scipy.cluster.hierarchy import leaves_list, linkage
+
+    v = values
+    if len(v) > max_queries:  # a figure cannot show more rows than pixels; sample deterministically
+        v = v.sample(max_queries, random_state=0)
+    order = leaves_list(linkage(v.to_numpy(), method="average", metric="euclidean")) if len(v) > 2 else np.arange(len(v))
+    v = v.iloc[order]
+    fig = go.Figure(go.Heatmap(z=v.to_numpy(), x=list(v.columns), y=list(v.index), colorscale="Viridis", zmin=0, zmax=1,
+                               colorbar=dict(title=measure),
+                               hovertemplate="query %{y}<br>%{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(showticklabels=len(v) <= 60, title_text=f"queries (clustered, {len(v)} shown)")
+    return style(fig, f"{measure} per query and ranker", height=520)
+
+
+def solved_by_count(values: pd.DataFrame) -> go.Figure:
+    """How many rankers score above 0 on each query; the bar at 0 is the unsolved share."""
+    counts = (values > 0).sum(axis=1).value_counts().reindex(range(values.shape[1] + 1), fill_value=0)
+    share = counts / max(len(values), 1) * 100
+    colours = ["#E45756"] + ["#4C78A8"] * (len(counts) - 1)
+    fig = go.Figure(go.Bar(x=[str(i) for i in counts.index], y=share.to_numpy(), marker_color=colours,
+                           customdata=counts.to_numpy(),
+                           hovertemplate="%{x} rankers solve %{customdata} queries (%{y:.1f}%)<extra></extra>"))
+    fig.update_xaxes(title_text="number of rankers with metric > 0 (0 = unsolved by all)")
+    fig.update_yaxes(title_text="queries (%)")
+    return style(fig, f"Unsolved by every ranker: {share.iloc[0]:.1f}% of queries")
+
+
+def tasc_figures(table: pd.DataFrame, measure: str) -> dict[str, go.Figure]:
+    return {
+        "bars": tasc_bars(table),
+        "bubble_max": tasc_bubbles(table, "max", measure, "Release date vs TaSC max (bubble: mean metric)"),
+        "bubble_mean": tasc_bubbles(table, "mean", measure, "Release date vs TaSC mean (bubble: mean metric)"),
+    }

@@ -1,0 +1,189 @@
+"""Ranker coverage page: per-query comparison and TaSC (do rankers solve the same queries?)."""
+import hashlib
+
+import pandas as pd
+import streamlit as st
+
+from eqi_core.collection import DataError
+from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
+from eqi_core.coverage.drilldown import side_by_side
+from eqi_core.coverage.export import figure_html, tasc_latex
+from eqi_core.coverage.per_query import MEASURE_EXAMPLES
+from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
+from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, release_date_for, run_files_beside
+from eqi_core.coverage.tasc import MODES
+from eqi_core.figures import coverage as figs
+from eqi_core.loaders.trec import read_qrels
+from eqi_core.rankers import RANKERS
+from pages._common import COLLECTION_KEY, current_collection, live_run, sidebar
+
+PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
+MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
+
+sidebar()
+collection = current_collection()
+if collection is None:
+    st.stop()
+spec = st.session_state[COLLECTION_KEY]
+
+st.title("Ranker coverage")
+st.caption("Do rankers improve on the same queries, or on different ones? Per-query metrics from ir_measures; "
+           "TaSC (Arabzadeh et al., SIGIR 2023) weighs each query by how badly the reference rankers did on it.")
+
+
+@st.cache_resource(show_spinner="Reading run files...", max_entries=8)
+def file_runs(paths: tuple[str, ...]):
+    return load_run_files(list(paths))
+
+
+@st.cache_resource(show_spinner="Reading uploaded runs...", max_entries=8)
+def uploaded_runs(files: tuple[tuple[str, bytes], ...]):
+    return load_uploaded_runs(list(files))
+
+
+@st.cache_data(show_spinner="Computing per-query metrics...", max_entries=16)
+def metric_matrix(_runs, runs_key: str, _qrels, qrels_key: str, measure: str):
+    m = compute_matrix(_runs, _qrels, measure)
+    return m.values, m.notes, m.measure
+
+
+@st.cache_data(show_spinner="Computing TaSC with bootstrap intervals...", max_entries=32)
+def tasc_for(values: pd.DataFrame, mode: str, dates: tuple, baseline: str | None):
+    table, results = tasc_table(values, mode, dict(dates), baseline)
+    weights = pd.DataFrame({f"{r} ({agg})": res.weights for (r, agg), res in results.items()})
+    return table, weights
+
+
+def digest(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode() if not isinstance(p, bytes) else p)
+    return h.hexdigest()[:16]
+
+
+# -- inputs ----------------------------------------------------------------------------------
+beside = run_files_beside(collection)
+with st.container(border=True):
+    st.markdown("**Rankings to compare**")
+    c1, c2 = st.columns(2)
+    default_live = [] if beside else ["bm25", "minilm-l3-onnx"]
+    live_ids = c1.multiselect("Live rankers on this collection", list(RANKERS), default=default_live, key="cov_live",
+                              format_func=lambda r: RANKERS[r].name,
+                              help="Each runs every query of the collection once (cached in the store).")
+    chosen_files = c1.multiselect("Run files beside the collection", [str(p) for p in beside],
+                                  default=[str(p) for p in beside], key="cov_files",
+                                  format_func=lambda p: p.rsplit("/", 1)[-1]) if beside else []
+    uploads = c2.file_uploader("Upload TREC run files", type=["trec", "run", "txt", "tsv"], accept_multiple_files=True,
+                               key="cov_uploads", help="qid Q0 docid rank score tag, one file per ranker")
+    qrels_upload = c2.file_uploader("Qrels (optional; default: the collection's)", type=["txt", "tsv", "qrels"],
+                                    key="cov_qrels")
+
+try:
+    runs = {}
+    for rid in live_ids:
+        runs[rid] = live_run(spec, rid)
+    if chosen_files:
+        runs.update(file_runs(tuple(chosen_files)))
+    upload_items = tuple((f.name, f.getvalue()) for f in uploads or [])
+    if upload_items:
+        clash = set(runs) & {f.rsplit(".", 1)[0].split(".")[0] for f, _ in upload_items}
+        if clash:
+            raise DataError(f"uploaded runs {sorted(clash)} have the same name as a chosen ranker; rename the files")
+        runs.update(uploaded_runs(upload_items))
+    if qrels_upload is not None:
+        qrels = read_qrels(qrels_upload.name, data=qrels_upload.getvalue())
+        qrels_key = digest(qrels_upload.getvalue())
+    else:
+        qrels, qrels_key = collection.qrels, collection.fingerprint
+    if len(runs) < 2:
+        st.info("Choose at least two rankings: live rankers, run files, or uploads.")
+        st.stop()
+except DataError as exc:
+    st.error(str(exc))
+    st.stop()
+
+c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
+measure = c1.selectbox("Per-query metric", MEASURES, key="cov_measure", accept_new_options=True,
+                       help=f"Any ir_measures measure in [0, 1]: {MEASURE_EXAMPLES}")
+mode = c2.radio("Reference rankers", MODES, key="cov_mode", horizontal=True,
+                help="chronological: those released before; all-others: every other ranker")
+names = list(runs)
+baseline = c3.selectbox("Baseline of the earliest", names, key="cov_baseline",
+                        index=names.index("bm25") if "bm25" in names else 0,
+                        help="The earliest ranker is compared with this one (the paper uses BM25)")
+dates_frame = pd.DataFrame({"ranker": names, "release": [release_date_for(n) for n in names]})
+with c4.popover("Release dates", icon=":material/calendar_month:"):
+    edited = st.data_editor(dates_frame, key="cov_dates", hide_index=True, disabled=["ranker"],
+                            column_config={"release": st.column_config.TextColumn("release (YYYY-MM)")})
+dates = tuple(zip(edited["ranker"], edited["release"].fillna("")))
+
+runs_key = digest(spec, tuple(live_ids), tuple(chosen_files), tuple((n, digest(b)) for n, b in upload_items))
+try:
+    values, notes, measure_name = metric_matrix(runs, runs_key, qrels, qrels_key, measure)
+    table, weights = tasc_for(values, mode, dates, baseline if mode == "chronological" else None)
+except DataError as exc:
+    st.error(str(exc))
+    st.stop()
+for note in notes:
+    st.info(note, icon=":material/info:")
+
+# -- TaSC table --------------------------------------------------------------------------------
+st.subheader(f"TaSC ({mode}) and mean {measure_name} over {len(values):,} queries")
+shown = table.copy()
+for agg in ("max", "mean"):
+    shown[f"TaSC {agg} (95% CI)"] = [
+        "—" if pd.isna(v) else f"{v:.4f} [{lo:.3f}, {hi:.3f}]"
+        for v, lo, hi in zip(table[f"tasc_{agg}"], table[f"tasc_{agg}_lo"], table[f"tasc_{agg}_hi"])]
+st.dataframe(shown[["ranker", "release", "mean_metric", "TaSC max (95% CI)", "TaSC mean (95% CI)", "reference"]],
+             hide_index=True, width="stretch", column_config={"mean_metric": st.column_config.NumberColumn(f"mean {measure_name}", format="%.4f")})
+d1, d2, d3 = st.columns(3)
+d1.download_button("Matrix (CSV)", values.to_csv().encode(), "per_query_matrix.csv", "text/csv", key="dl_matrix")
+d2.download_button("TaSC table (CSV)", table.to_csv(index=False).encode(), "tasc.csv", "text/csv", key="dl_tasc")
+d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(), "tasc.tex", "text/x-tex", key="dl_latex")
+
+# -- figures -------------------------------------------------------------------------------------
+tab_sorted, tab_pair, tab_tasc, tab_heat, tab_unsolved = st.tabs(
+    ["Per query", "Pairwise", "TaSC", "Heatmap", "Unsolved"])
+with tab_sorted:
+    fig = figs.sorted_per_query(values, measure_name)
+    st.plotly_chart(fig, config=PLOT_CONFIG, key="fig_sorted")
+    st.download_button("Figure (HTML)", figure_html(fig), "per_query_sorted.html", "text/html", key="dl_fig_sorted")
+with tab_pair:
+    p1, p2 = st.columns(2)
+    a = p1.selectbox("Ranker A", names, index=len(names) - 1, key="cov_pair_a")
+    b = p2.selectbox("Ranker B", [n for n in names if n != a], key="cov_pair_b")
+    st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG, key="fig_pair")
+with tab_tasc:
+    tfigs = figs.tasc_figures(table, measure_name)
+    st.plotly_chart(tfigs["bars"], config=PLOT_CONFIG, key="fig_tasc_bars")
+    b1, b2 = st.columns(2)
+    b1.plotly_chart(tfigs["bubble_max"], config=PLOT_CONFIG, key="fig_bubble_max")
+    b2.plotly_chart(tfigs["bubble_mean"], config=PLOT_CONFIG, key="fig_bubble_mean")
+with tab_heat:
+    st.plotly_chart(figs.clustered_heatmap(values, measure_name), config=PLOT_CONFIG, key="fig_heat")
+with tab_unsolved:
+    st.plotly_chart(figs.solved_by_count(values), config=PLOT_CONFIG, key="fig_unsolved")
+
+# -- drill-down ------------------------------------------------------------------------------
+st.subheader("One query across rankers")
+texts = collection.query_text
+solved_only = {r: MetricMatrix(measure_name, values).solved_only_by(r) for r in names}
+qid = st.selectbox("Query", list(values.index), key="cov_query",
+                   format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}")
+judgments = qrels[qrels["query_id"] == qid].set_index("doc_id")["relevance"].to_dict()
+per_ranker = values.loc[qid].rename(measure_name).to_frame()
+per_ranker["TaSC weight (1 - agg of references)"] = [
+    ", ".join(f"{agg}: {weights.loc[qid, f'{r} ({agg})']:.3f}" for agg in ("max", "mean") if f"{r} ({agg})" in weights)
+    or "—" for r in per_ranker.index]
+st.dataframe(per_ranker, width="stretch", key="cov_query_metrics")
+st.dataframe(side_by_side(runs, judgments, qid, k=10), hide_index=True, width="stretch", key="cov_side_by_side")
+with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
+    st.dataframe(pd.DataFrame({"ranker": names, "queries solved only by it": [len(solved_only[r]) for r in names],
+                               "examples": [", ".join(f"{q} ({texts.get(q, '')[:30]})" for q in solved_only[r][:5]) for r in names]}),
+                 hide_index=True, width="stretch")
+
+# -- statistics ------------------------------------------------------------------------------
+st.subheader("Paired significance tests")
+st.caption("A significant difference in means says nothing about which queries each ranker covers: read it next to TaSC.")
+correction = st.radio("Multiple-testing correction", CORRECTIONS, horizontal=True, key="cov_correction")
+st.dataframe(pairwise_tests(values, correction), hide_index=True, width="stretch", key="cov_tests")

@@ -1,0 +1,30 @@
+"""Real browser: the Ranker coverage page on TREC DL 2019 with its six run files."""
+import pytest
+
+from tests.browser.conftest import screenshot_path
+from tests.conftest import shared_dataset
+
+pytestmark = pytest.mark.browser
+
+
+def choose_in_selectbox(page, label: str, option_text: str) -> None:
+    page.get_by_label(label, exact=True).first.click()
+    page.get_by_role("option", name=option_text).first.click()
+
+
+def test_coverage_page_on_dl19(dashboard, page):
+    shared_dataset("trec-dl19-passage")
+    page.goto(dashboard, wait_until="domcontentloaded")
+    page.get_by_text("judged passages in the top", exact=False).first.wait_for(timeout=180_000)
+    choose_in_selectbox(page, "Collection", "trec-dl19-passage (BEIR)")
+    page.get_by_role("heading", name="trec-dl19-passage").first.wait_for(timeout=60_000)
+    page.get_by_role("link", name="Ranker coverage").click()
+    heading = page.get_by_role("heading", name="TaSC (chronological)", exact=False).first
+    heading.wait_for(timeout=120_000)
+    assert "over 43 queries" in heading.inner_text()
+    assert page.get_by_text("tied score groups", exact=False).first.is_visible()
+    page.get_by_role("tab", name="TaSC").click()
+    page.wait_for_timeout(2000)
+    path = screenshot_path("coverage.png")
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 20_000

@@ -1,0 +1,77 @@
+"""Per-query matrices from ir_measures on hand-built runs and qrels."""
+import pandas as pd
+import pytest
+
+from eqi_core.collection import DataError
+from eqi_core.coverage import compute_matrix, parse_measure
+from eqi_core.coverage.drilldown import side_by_side
+from eqi_core.coverage.significance import holm, pairwise_tests
+from eqi_core.runs import Run
+
+QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q3", "q4"], "doc_id": ["a", "b", "c", "d", "e"],
+                      "relevance": [1, 2, 1, 1, 0]})  # q4 has no relevant document
+
+
+def run(name, rows):
+    return Run(name, pd.DataFrame(rows, columns=["query_id", "doc_id", "rank", "score"]))
+
+
+R1 = run("r1", [("q1", "x", 1, 3.0), ("q1", "a", 2, 2.0), ("q2", "c", 1, 1.0)])  # q3 missing
+R2 = run("r2", [("q1", "b", 1, 1.0), ("q2", "z", 1, 2.0), ("q2", "c", 2, 1.0), ("q3", "d", 1, 5.0)])
+
+
+def test_rr_by_hand_missing_query_zero_no_relevant_left_out():
+    m = compute_matrix({"r1": R1, "r2": R2}, QRELS, "RR@10")
+    assert list(m.values.index) == ["q1", "q2", "q3"]  # q4 has no relevant document
+    assert m.values["r1"].tolist() == [0.5, 1.0, 0.0]  # q3 missing from r1 -> 0
+    assert m.values["r2"].tolist() == [1.0, 0.5, 1.0]
+    assert any("no relevant document: left out" in n for n in m.notes)
+    assert any("run 'r1': 1 of 3 queries in Q have no results: scored 0" in n for n in m.notes)
+
+
+def test_trec_eval_names_and_cutoff_truncation_agree():
+    full = compute_matrix({"r2": R2}, QRELS, "ndcg_cut_10")
+    assert full.measure == "nDCG@10"
+    assert full.values["r2"].tolist() == pytest.approx([2 / 2.6309297535714578 * 1 + 0, 1 / 1.5849625007211563, 1.0])
+
+
+def test_ties_noticed_when_they_change_the_metric():
+    tied = run("t", [("q1", "b", 1, 1.0), ("q1", "x", 2, 1.0)])  # trec_eval puts 'x' (doc_id desc) first
+    m = compute_matrix({"t": tied}, QRELS, "RR@10")
+    assert m.values["t"].tolist()[0] == 0.5
+    assert any("1 tied score groups" in n and "mean RR@10 is 0.1667, in the file's order 0.3333" in n for n in m.notes)
+
+
+@pytest.mark.parametrize("runs,qrels,message", [
+    ({"r": run("r", [("zz", "a", 1, 1.0)])}, QRELS, "none of its 1 queries is judged"),
+    ({"r": R1}, QRELS.iloc[0:0], "no judgments"),
+    ({}, QRELS, "no runs given"),
+])
+def test_bad_inputs(runs, qrels, message):
+    with pytest.raises(DataError, match=message):
+        compute_matrix(runs, qrels, "RR@10")
+
+
+def test_unknown_metric():
+    with pytest.raises(DataError, match="metric 'bogus@3' does not exist"):
+        parse_measure("bogus@3")
+    assert str(parse_measure("recip_rank")) == "RR" and str(parse_measure("RBP(p=0.5)")) == "RBP(p=0.5)"
+
+
+def test_holm_by_hand():
+    assert holm(pd.Series([0.01, 0.04, 0.03]).to_numpy()).tolist() == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_pairwise_tests_counts():
+    v = pd.DataFrame({"a": [1.0, 0.5, 0.0, 0.2], "b": [0.0, 0.5, 0.0, 0.1]})
+    t = pairwise_tests(v, "bonferroni")
+    row = t.iloc[0]
+    assert (row["a_better"], row["b_better"], row["ties"]) == (2, 0, 2)
+    assert 0 <= row["t_p_adj"] <= 1
+
+
+def test_side_by_side_grades():
+    table = side_by_side({"r1": R1, "r2": R2}, {"a": 1, "b": 2}, "q1", k=3)
+    assert table["r1"].tolist()[:2] == ["x", "a"] and pd.isna(table["r1"].iloc[2])
+    assert pd.isna(table["r1 grade"].iloc[0]) and table["r1 grade"].iloc[1] == 1
+    assert table["r2"].tolist()[0] == "b" and table["r2 grade"].tolist()[0] == 2
