@@ -60,3 +60,21 @@ def test_live_bm25_on_cranfield(shared_store):
     run = run_all_queries(build_ranker("bm25", c, shared_store), c, shared_store, k=100)
     ndcg = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], c.qrels, run.frame)[ir_measures.nDCG @ 10]
     assert 0.25 < ndcg < 0.6  # BM25 on Cranfield is typically ~0.3-0.45 nDCG@10
+
+
+def test_tasc_on_dl19_six_runs(dl19_runs):
+    """The six real runs: TaSC is bounded by the metric mean, and max aggregation never exceeds mean."""
+    from eqi_core.coverage import compute_matrix, tasc_table
+    from eqi_core.coverage.sources import release_date_for
+
+    qrels = load_collection(str(shared_dataset("trec-dl19-passage"))).qrels
+    m = compute_matrix(dl19_runs, qrels, "ndcg_cut_10")
+    assert m.values.shape == (43, 6)
+    for mode in ("chronological", "all-others"):
+        table, _ = tasc_table(m.values, mode, {r: release_date_for(r) for r in dl19_runs}, baseline="bm25")
+        rows = table.dropna(subset=["tasc_max"])
+        assert (rows["tasc_max"] <= rows["tasc_mean"] + 1e-12).all()
+        assert (rows["tasc_mean"] <= rows["mean_metric"] + 1e-12).all()
+        assert ((rows["tasc_max_lo"] <= rows["tasc_max"]) & (rows["tasc_max"] <= rows["tasc_max_hi"])).all()
+    chron, _ = tasc_table(m.values, "chronological", {r: release_date_for(r) for r in dl19_runs}, baseline="bm25")
+    assert chron["ranker"].tolist() == ["bm25", "bm25-rm3", "tasb", "splade-pp-ed", "openai-ada2", "repllama"]

@@ -1,0 +1,50 @@
+"""AppTest of the Ranker coverage page."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import FIXTURES, TINY_BEIR, shared_dataset
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def open_coverage(spec: str, monkeypatch, roots) -> AppTest:
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(roots))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state["_kept_collection_spec"] = spec
+    at.run()
+    at.switch_page("pages/coverage.py").run()
+    return at
+
+
+def tasc_table(at):
+    return next(d.value for d in at.dataframe if "TaSC max (95% CI)" in d.value.columns)
+
+
+def test_live_rankers_on_tiny_collection(monkeypatch):
+    at = open_coverage(f"beir:{TINY_BEIR}", monkeypatch, FIXTURES)
+    assert not at.exception, at.exception
+    table = tasc_table(at)
+    assert table["ranker"].tolist() == ["bm25", "minilm-l3-onnx"]  # chronological: 1994, 2021
+    assert at.subheader[0].value.startswith("TaSC (chronological) and mean nDCG@10 over 4 queries")
+    at.radio(key="cov_mode").set_value("all-others").run()
+    assert not at.exception
+    assert tasc_table(at)["TaSC max (95% CI)"].str.match(r"^\d\.\d{4} \[").all()
+    at.selectbox(key="cov_measure").set_value("RR@10").run()
+    assert "mean RR@10" in at.subheader[0].value
+    at.selectbox(key="cov_query").set_value("q2").run()
+    side = next(d.value for d in at.dataframe if "bm25 grade" in d.value.columns)
+    assert len(side) == 10
+    at.multiselect(key="cov_live").set_value(["bm25"]).run()
+    assert any("at least two rankings" in i.value for i in at.info)
+
+
+@pytest.mark.data
+def test_dl19_six_runs_published_means(monkeypatch):
+    folder = shared_dataset("trec-dl19-passage")
+    at = open_coverage(f"beir:{folder}", monkeypatch, folder.parent)
+    assert not at.exception
+    means = dict(zip(tasc_table(at)["ranker"], at.dataframe[1].value["mean_metric"]))
+    assert round(means["bm25"], 4) == 0.5058 and round(means["repllama"], 4) == 0.7384
+    assert any("2359 tied score groups" in i.value for i in at.info)

@@ -1,0 +1,60 @@
+import pytest
+from typer.testing import CliRunner
+
+from eqi_core.cli import app, main
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "q.qrels").write_text("q1 0 a 1\nq2 0 c 1\nq3 0 d 2\n")
+    (tmp_path / "old.trec").write_text("q1 Q0 a 1 2 old\nq2 Q0 z 1 2 old\nq2 Q0 c 2 1 old\n")
+    (tmp_path / "new.trec").write_text("q1 Q0 x 1 2 new\nq1 Q0 a 2 1 new\nq3 Q0 d 1 5 new\n")
+    return tmp_path
+
+
+def test_tasc_cli_by_hand(files):
+    args = ["tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"), "--run", str(files / "new.trec"),
+            "--measure", "recip_rank", "--release", "old=2019", "--release", "new=2020", "--bootstrap", "200"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    # RR old = [1, .5, 0], new = [.5, 0, 1] -> TaSC max(new | old) = (0*.5 + .5*0 + 1*1) / 3
+    new_row = [l for l in result.output.splitlines() if l.strip().startswith("new")][0]
+    assert "0.3333" in new_row
+
+
+def test_tasc_cli_writes_exports(files, tmp_path):
+    out = tmp_path / "out"
+    args = ["tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"), "--run", str(files / "new.trec"),
+            "--mode", "all-others", "--bootstrap", "100", "-o", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert {"matrix.csv", "tasc.csv", "tasc.tex", "bars.html", "bars.png"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--measure", "nope"], "metric 'nope' does not exist"),
+    (["--mode", "sideways"], "expected one of chronological"),
+    (["--release", "ghost=2020"], "expected NAME=YYYY-MM with NAME one of"),
+])
+def test_tasc_cli_errors_are_one_line(files, monkeypatch, capsys, extra, message):
+    monkeypatch.setattr("sys.argv", ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
+                                     "--run", str(files / "new.trec"), *extra])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_tasc_cli_bad_run_line_and_single_run(files, monkeypatch, capsys):
+    (files / "bad.trec").write_text("q1 Q0 a 1 2 x\nq1 Q0 b two 1 x\n")
+    for runs, message in (([files / "bad.trec", files / "old.trec"], "bad.trec: line 2: rank 'two' is not a number"),
+                          ([files / "old.trec"], "expected at least two")):
+        argv = ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--mode", "all-others"]
+        for r in runs:
+            argv += ["--run", str(r)]
+        monkeypatch.setattr("sys.argv", argv)
+        with pytest.raises(SystemExit):
+            main()
+        assert message in capsys.readouterr().err

@@ -1,0 +1,54 @@
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from eqi_core.coverage.export import figure_html, tasc_latex
+from eqi_core.coverage.tasc import tasc_table
+from eqi_core.figures import coverage as figs
+
+V = pd.DataFrame({"bm25": [1.0, 0.0, 0.5, 0.0], "dense": [0.5, 1.0, 0.5, 0.0], "splade": [0.0, 1.0, 1.0, 0.25]},
+                 index=["q1", "q2", "q3", "q4"])
+DATES = {"bm25": "1994-11", "dense": "2020-06", "splade": "2021-09"}
+
+
+@pytest.fixture(scope="module")
+def table():
+    return tasc_table(V, "chronological", DATES, baseline="bm25", n_boot=200)[0]
+
+
+def test_sorted_per_query_curves():
+    fig = figs.sorted_per_query(V, "RR@10")
+    assert [t.name for t in fig.data] == ["bm25", "dense", "splade"]
+    assert list(fig.data[2].y) == [1.0, 1.0, 0.25, 0.0]
+
+
+def test_pairwise_difference_sorted_and_counted():
+    fig = figs.pairwise_difference(V, "splade", "bm25", "RR@10")
+    assert list(fig.data[0].y) == [1.0, 0.5, 0.25, -1.0]
+    assert "splade better: 3, bm25 better: 1, equal: 0" in fig.layout.xaxis.title.text
+
+
+def test_tasc_bars_skip_the_baseline(table):
+    fig = figs.tasc_bars(table)
+    assert list(fig.data[0].x) == ["dense", "splade"] and fig.data[0].y[0] == pytest.approx(0.3125)
+
+
+def test_bubbles_size_by_mean_metric(table):
+    fig = figs.tasc_bubbles(table, "max", "RR@10", "t")
+    sizes = {t.text[0]: t.marker.size for t in fig.data}
+    assert sizes["splade"] > sizes["dense"]  # mean 0.5625 vs 0.5
+
+
+def test_heatmap_clusters_and_unsolved():
+    heat = figs.clustered_heatmap(V, "RR@10")
+    assert sorted(heat.data[0].y) == sorted(V.index)
+    unsolved = figs.solved_by_count(V)
+    assert list(unsolved.data[0].y)[0] == pytest.approx(0.0)  # q4: splade scores 0.25
+    assert list(unsolved.data[0].customdata) == [0, 1, 2, 1]  # q4 by 1 ranker, q1 q2 by 2, q3 by 3
+
+
+def test_exports(table):
+    tex = tasc_latex(table, "RR@10")
+    assert "\\begin{tabular}" in tex and "dense & 2020-06 & 0.5000 & 0.3125" in tex
+    html = figure_html(figs.tasc_bars(table))
+    assert "<html>" in html and "<script src=\"http" not in html  # plotly.js inlined: works offline
