@@ -1,0 +1,249 @@
+"""Putting EQI together for a collection and a ranker: the exact map, the embedding space, the
+methods (brute force, BM25-reverse, BM25-tuned, dense-reverse, Append, Residual), held-out test
+passages, RELQ tables (paper Table 2), the training-size grid (Table 3) and the expanding-log
+simulation (Figure 2)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.exposure.exact import ExposureMap, compute_exposure_map
+from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
+from eqi_core.exposure.relq import TABLE2_SPECS, RelqSpec, relq, relq_rbp
+from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings, tune_bm25_reverse
+from eqi_core.progress import ProgressFn
+from eqi_core.rankers import build_ranker, ranker_info
+from eqi_core.rankers.dense import exact_topk
+from eqi_core.store import ArtifactStore
+
+MAX_PASSAGE_CHARS = 100_000
+
+
+@dataclass
+class ExposureSetup:
+    """Everything EQI needs for one collection and ranker, built once (artifacts in the store)."""
+
+    collection: Collection
+    ranker_id: str
+    depth: int
+    exposure: ExposureMap
+    encoder: object  # the dense encoder whose space the dense methods use
+    space: str  # its id
+    doc_emb: np.ndarray
+    query_emb: np.ndarray
+    store: ArtifactStore
+    _methods: dict = field(default_factory=dict)
+
+    def params(self) -> dict:
+        return {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth, "space": self.space}
+
+    # -- splits ------------------------------------------------------------------------------
+    def test_passages(self, n: int = 1000, seed: int = 0) -> np.ndarray:
+        """Held-out passages with at least one exposing query (RELQ is undefined without one)."""
+        if n <= 0:
+            raise DataError(f"number of test passages = {n}: expected a positive number")
+        exposed = np.flatnonzero(self.exposure.counts() > 0)
+        rng = np.random.default_rng(seed + 7919)
+        return np.sort(rng.choice(exposed, size=min(n, len(exposed)), replace=False))
+
+    # -- methods -------------------------------------------------------------------------------
+    def dense_reverse(self) -> DenseReverse:
+        if "dense" not in self._methods:
+            self._methods["dense"] = DenseReverse(self.query_emb, name=f"dense-reverse ({self.space})")
+        return self._methods["dense"]
+
+    def bm25_reverse(self, k1: float = 0.9, b: float = 0.4) -> BM25Reverse:
+        key = ("bm25", k1, b)
+        if key not in self._methods:
+            self._methods[key] = BM25Reverse.build(list(self.collection.queries["text"]), k1, b)
+        return self._methods[key]
+
+    def bm25_tuned(self, train_docs: np.ndarray, n_dq: int, progress: ProgressFn | None = None) -> tuple[BM25Reverse, dict]:
+        texts = [self.passage_text(d) for d in train_docs]
+        spec = relq_rbp(0.5, 0.9, n_dq)
+
+        def score(idx: np.ndarray) -> float:
+            return float(np.nanmean(relq_per_passage(self.exposure, train_docs, idx, spec)))
+
+        return tune_bm25_reverse(list(self.collection.queries["text"]), texts, score, n_dq, progress=progress)
+
+    def learned(self, config: TrainingConfig, exclude_docs: np.ndarray | None,
+                progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
+        excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
+        params = {**self.params(), "excluded": _digest(excl)}
+        model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
+        name = {"residual": "Residual", "append": "Append"}[config.arch]
+        return LearnedEQI.from_model(model, self.query_emb, name), info
+
+    def passage_text(self, doc: int) -> str:
+        return self.collection.passage_texts()[doc] if not hasattr(self, "_texts") else self._texts[doc]
+
+    def brute_force(self, docs: np.ndarray, n_dq: int) -> np.ndarray:
+        """The ideal exposure lists (exposing queries by rank), padded with -1."""
+        out = np.full((len(docs), n_dq), -1, dtype=np.int64)
+        for i, d in enumerate(docs):
+            q, _ = self.exposure.exposing(int(d))
+            out[i, : min(n_dq, len(q))] = q[:n_dq]
+        return out
+
+
+def _digest(arr: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()[:16]
+
+
+def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
+                     progress: ProgressFn | None = None) -> ExposureSetup:
+    """Build (or load) the ranker, the exact exposure map and the dense space for EQI."""
+    ranker = build_ranker(ranker_id, collection, store, progress=progress)
+    exposure = compute_exposure_map(ranker, collection, store, depth, progress)
+    dense = ranker if ranker_info(ranker_id).family == "dense" else build_ranker("minilm-l6", collection, store, progress)
+    q_emb = query_embeddings(dense.encoder, collection, store, progress)
+    setup = ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
+                          dense.doc_embeddings, q_emb, store)
+    setup._texts = collection.passage_texts()
+    return setup
+
+
+def relq_per_passage(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
+    """RELQ of each passage's retrieved list (rows of query indices, -1 = empty slot)."""
+    out = np.empty(len(docs))
+    for i, d in enumerate(docs):
+        lookup = exposure.rank_lookup(int(d))
+        row = retrieved[i][retrieved[i] >= 0]
+        got = [lookup.get(int(q), np.inf) for q in row]
+        out[i] = relq(got, list(lookup.values()), spec)
+    return out
+
+
+def evaluate_lists(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray],
+                   specs=TABLE2_SPECS) -> pd.DataFrame:
+    """Per-passage RELQ for every method and spec: columns doc, method, <spec>..."""
+    frames = []
+    for name, idx in lists.items():
+        cols = {str(s): relq_per_passage(exposure, docs, idx, s) for s in specs}
+        frames.append(pd.DataFrame({"doc": exposure.doc_ids[docs], "method": name, **cols}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def table2(per_passage: pd.DataFrame, order: list[str] | None = None) -> pd.DataFrame:
+    """Mean RELQ per method (rows) and spec (columns), the paper's Table 2 layout."""
+    t = per_passage.drop(columns=["doc"]).groupby("method", sort=False).mean()
+    return t.reindex(order) if order else t
+
+
+def paired_ttests(per_passage: pd.DataFrame, spec: str, reference: str) -> pd.DataFrame:
+    """One-tailed paired t-test of each method against ``reference`` on the per-passage RELQ."""
+    wide = per_passage.pivot(index="doc", columns="method", values=spec)
+    rows = []
+    for m in wide.columns:
+        if m == reference:
+            continue
+        res = stats.ttest_rel(wide[m], wide[reference], alternative="greater")
+        rows.append({"method": m, "vs": reference, "mean_diff": float((wide[m] - wide[reference]).mean()),
+                     "t": float(res.statistic), "p_one_tailed": float(res.pvalue)})
+    return pd.DataFrame(rows)
+
+
+def run_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config: TrainingConfig | None = None,
+               progress: ProgressFn | None = None, seed: int = 0) -> dict:
+    """Brute force, BM25-reverse, BM25-tuned, dense-reverse, Append and Residual on held-out passages."""
+    if n_dq <= 0:
+        raise DataError(f"n_d->q = {n_dq}: expected a positive number of queries")
+    config = config or TrainingConfig(n_dq=n_dq, seed=seed)
+    test = setup.test_passages(n_test, seed)
+    rng = np.random.default_rng(seed + 1)
+    pool = np.setdiff1d(np.flatnonzero(setup.exposure.counts() > 0), test)
+    tune_docs = rng.choice(pool, size=min(300, len(pool)), replace=False)
+    texts = [setup.passage_text(int(d)) for d in test]
+    lists = {"Brute force": setup.brute_force(test, n_dq)}
+    lists["BM25-reverse"] = setup.bm25_reverse().retrieve_texts(texts, n_dq)[0]
+    tuned, tuning = setup.bm25_tuned(tune_docs, n_dq)
+    lists["BM25-tuned"] = tuned.retrieve_texts(texts, n_dq)[0]
+    lists[setup.dense_reverse().name] = setup.dense_reverse().retrieve(setup.doc_emb[test], n_dq)[0]
+    infos = {}
+    for arch in ("append", "residual"):
+        model, info = setup.learned(replace(config, arch=arch), test, progress)
+        lists[model.name] = model.retrieve(setup.doc_emb[test], n_dq)[0]
+        infos[arch] = info
+    per_passage = evaluate_lists(setup.exposure, test, lists, [replace(s, cutoff=n_dq) for s in TABLE2_SPECS])
+    main_spec = str(relq_rbp(0.5, 0.9, n_dq))
+    return {
+        "table": table2(per_passage, list(lists)),
+        "per_passage": per_passage,
+        "ttests": paired_ttests(per_passage, main_spec, setup.dense_reverse().name),
+        "bm25_tuning": tuning,
+        "training": infos,
+        "test_passages": int(len(test)),
+        "lists": lists,
+        "test_docs": test,
+    }
+
+
+def patience_grid(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, n_dq: int = 100,
+                  gammas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)) -> pd.DataFrame:
+    """Mean RELQ_{RBP,RBP} over a grid: rows gamma_q->d (searcher), columns gamma_d->q (EQI user)."""
+    out = pd.DataFrame(index=pd.Index(gammas, name="gamma_qd"), columns=pd.Index(gammas, name="gamma_dq"), dtype=float)
+    for g_qd in gammas:
+        for g_dq in gammas:
+            out.loc[g_qd, g_dq] = float(np.nanmean(relq_per_passage(exposure, docs, retrieved, relq_rbp(g_qd, g_dq, n_dq))))
+    return out
+
+
+def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list[int], passage_sizes: list[int],
+                       base: TrainingConfig, n_dq: int = 100, progress: ProgressFn | None = None) -> pd.DataFrame:
+    """Paper Table 3: Residual RELQ_{RBP,RBP}(0.5, 0.9) by training queries (columns) x passages (rows)."""
+    spec = relq_rbp(0.5, 0.9, n_dq)
+    out = pd.DataFrame(index=pd.Index(passage_sizes, name="train passages"),
+                       columns=pd.Index(query_sizes, name="train queries"), dtype=float)
+    for p in passage_sizes:
+        for q in query_sizes:
+            model, _ = setup.learned(replace(base, arch="residual", n_train_queries=q, n_train_passages=p), test, progress)
+            idx, _ = model.retrieve(setup.doc_emb[test], n_dq)
+            out.loc[p, q] = float(np.nanmean(relq_per_passage(setup.exposure, test, idx, spec)))
+    return out
+
+
+def expanding_log(setup: ExposureSetup, test: np.ndarray, train_fractions: list[float], eval_fractions: list[float],
+                  base: TrainingConfig, n_dq: int = 100, seed: int = 0, progress: ProgressFn | None = None) -> pd.DataFrame:
+    """Paper Figure 2: a Residual model trained on the first fraction f of a shuffled log, evaluated
+    (without retraining) as the log grows to each larger fraction; dense-reverse alongside."""
+    n_q = len(setup.exposure.query_ids)
+    order = np.random.default_rng(seed + 11).permutation(n_q)
+    spec = relq_rbp(0.5, 0.9, n_dq)
+    rows = []
+    for f_train in train_fractions:
+        n_train = max(1, int(round(f_train * n_q)))
+        model, _ = _learned_on_prefix(setup, order[:n_train], base, test, progress)
+        transformed = model.model.transform(setup.doc_emb[test], "passage")
+        for f_eval in [f for f in eval_fractions if f >= f_train]:
+            log = np.sort(order[: max(1, int(round(f_eval * n_q)))])
+            mask = np.zeros(n_q, dtype=bool)
+            mask[log] = True
+            truth = setup.exposure.restricted_to(mask)
+            ok = truth.counts()[test] > 0
+            _, idx = exact_topk(transformed[ok], model.query_space[log], n_dq)
+            rows.append({"train_fraction": f_train, "log_fraction": f_eval, "log_size": int(len(log)),
+                         "method": "Residual", "relq": float(np.nanmean(relq_per_passage(truth, test[ok], log[idx], spec)))})
+            if f_train == train_fractions[0]:
+                _, idx = exact_topk(setup.doc_emb[test][ok], setup.query_emb[log], n_dq)
+                rows.append({"train_fraction": np.nan, "log_fraction": f_eval, "log_size": int(len(log)),
+                             "method": "dense-reverse", "relq": float(np.nanmean(relq_per_passage(truth, test[ok], log[idx], spec)))})
+    return pd.DataFrame(rows)
+
+
+def _learned_on_prefix(setup: ExposureSetup, train_queries: np.ndarray, base: TrainingConfig, test: np.ndarray,
+                       progress: ProgressFn | None) -> tuple[LearnedEQI, dict]:
+    """A Residual model trained when the log held only ``train_queries`` (Q_train = all of them)."""
+    pool = np.sort(np.asarray(train_queries, dtype=np.int64))
+    excl = np.asarray(test, dtype=np.int64)
+    params = {**setup.params(), "excluded": _digest(excl), "query_pool": _digest(pool)}
+    config = replace(base, arch="residual", n_train_queries=None)
+    model, info = train_or_load(setup.store, params, setup.exposure, setup.query_emb, setup.doc_emb, config, excl,
+                                progress, query_pool=pool)
+    return LearnedEQI.from_model(model, setup.query_emb, "Residual"), info

@@ -1,0 +1,107 @@
+"""RELQ, Ranked Exposure List Quality (Li, Biega, Mitra et al., WWW 2022, eqs. 1-4).
+
+    RELQ_{mu_dq, mu_qd}(psi_d) = sum_{q_i in psi_d} mu_dq(i) * mu_qd(rho(d, sigma_{q_i}))
+                                 / sum_{q_j in psi*_d} mu_dq(j) * mu_qd(rho(d, sigma_{q_j}))
+
+- ``psi_d``: the retrieved exposure list (queries, best first), cut at ``cutoff`` = n_d->q;
+- ``rho(d, sigma_q)``: 0-based rank of d in q's top n_q->d results (infinity when absent, gain 0);
+- ``mu_qd`` (searcher, document retrieval) turns that rank into a gain; ``mu_dq`` (EQI user)
+  discounts by the 0-based position i in the exposure list;
+- ``psi*_d``: the ideal list, every exposing query sorted by gain (rank ascending), cut at the
+  same ``cutoff``, as nDCG@k normalises by the ideal top k. Brute force returns it: RELQ = 1.
+
+User models (``UserModel``): ``RBP(gamma)``: gamma^i; ``NDCG``: 1 / log2(i + 2); ``EXH``: 1.
+So RELQ_{RBP,RBP}(gamma_qd, gamma_dq) = eq. 3 and RELQ_{EXH,NDCG} = eq. 4 (EQI user inspects
+the whole list; searcher gain 1 / log2(rho + 2)).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from eqi_core.collection import DataError
+
+
+@dataclass(frozen=True)
+class UserModel:
+    kind: str  # "RBP", "NDCG", "EXH"
+    gamma: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("RBP", "NDCG", "EXH"):
+            raise DataError(f"user model {self.kind!r}: expected RBP, NDCG or EXH")
+        if self.kind == "RBP" and not (0 < self.gamma <= 1):
+            raise DataError(f"patience gamma = {self.gamma}: expected a value in (0, 1]")
+
+    def weights(self, ranks: np.ndarray) -> np.ndarray:
+        """Weight of each 0-based rank (np.inf -> 0)."""
+        ranks = np.asarray(ranks, dtype=float)
+        finite = np.isfinite(ranks)
+        out = np.zeros(ranks.shape)
+        r = ranks[finite]
+        if self.kind == "RBP":
+            out[finite] = np.power(self.gamma, r)
+        elif self.kind == "NDCG":
+            out[finite] = 1.0 / np.log2(r + 2.0)
+        else:
+            out[finite] = 1.0
+        return out
+
+    def __str__(self) -> str:
+        return f"RBP({self.gamma:g})" if self.kind == "RBP" else self.kind
+
+
+def RBP(gamma: float) -> UserModel:  # noqa: N802 - reads like the paper
+    return UserModel("RBP", gamma)
+
+
+NDCG = UserModel("NDCG")
+EXH = UserModel("EXH")
+
+
+@dataclass(frozen=True)
+class RelqSpec:
+    """A RELQ variant: EQI-user model, searcher model and list cutoff; hashable, printable."""
+
+    eqi_user: UserModel
+    searcher: UserModel
+    cutoff: int = 100
+
+    def __str__(self) -> str:
+        if self.eqi_user.kind == "RBP" and self.searcher.kind == "RBP":
+            return f"RELQ_RBP,RBP({self.searcher.gamma:g},{self.eqi_user.gamma:g})"
+        return f"RELQ_{self.eqi_user.kind},{self.searcher.kind}"
+
+
+def relq_rbp(gamma_qd: float, gamma_dq: float, cutoff: int = 100) -> RelqSpec:
+    """RELQ_{RBP,RBP} with searcher patience gamma_q->d and EQI-user patience gamma_d->q (paper's order)."""
+    return RelqSpec(RBP(gamma_dq), RBP(gamma_qd), cutoff)
+
+
+def relq_exh_ndcg(cutoff: int = 100) -> RelqSpec:
+    return RelqSpec(EXH, NDCG, cutoff)
+
+
+TABLE2_SPECS = (relq_rbp(0.5, 0.5), relq_rbp(0.5, 0.9), relq_rbp(1.0, 1.0), relq_exh_ndcg())
+
+
+def relq(retrieved_doc_ranks: Sequence[float], exposing_doc_ranks: Iterable[float], spec: RelqSpec) -> float:
+    """RELQ of one exposure list.
+
+    ``retrieved_doc_ranks[i]``: rho(d, sigma_q) of the query at position i of psi_d (np.inf when
+    that query does not expose d). ``exposing_doc_ranks``: rho(d, sigma_q) of every exposing query
+    (the ideal list, any order). Returns NaN when d has no exposing query (nothing to find).
+    """
+    if spec.cutoff <= 0:
+        raise DataError(f"cutoff n_d->q = {spec.cutoff}: expected a positive number of queries")
+    got = np.asarray(list(retrieved_doc_ranks)[: spec.cutoff], dtype=float)
+    ideal = np.sort(np.asarray(list(exposing_doc_ranks), dtype=float))[: spec.cutoff]
+    if len(ideal) == 0:
+        return math.nan
+    positions = np.arange(max(len(got), len(ideal)), dtype=float)
+    num = float((spec.eqi_user.weights(positions[: len(got)]) * spec.searcher.weights(got)).sum())
+    den = float((spec.eqi_user.weights(positions[: len(ideal)]) * spec.searcher.weights(ideal)).sum())
+    return num / den if den > 0 else math.nan

@@ -1,0 +1,86 @@
+"""Approximate EQI by reverse retrieval: the passage is the query, the query log is the collection.
+
+- BM25-reverse: the log indexed with bm25s, the passage text issued as a query; BM25-tuned picks
+  (k1, b) on training passages by RELQ.
+- dense-reverse: the nearest logged queries to the passage embedding in the retriever's own space.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bm25s
+import numpy as np
+
+from eqi_core.collection import Collection
+from eqi_core.progress import ProgressFn
+from eqi_core.rankers.bm25 import make_tokenizer
+from eqi_core.rankers.dense import encode_texts, exact_topk
+from eqi_core.store import ArtifactStore
+
+
+def query_embeddings(encoder, collection: Collection, store: ArtifactStore, progress: ProgressFn | None = None) -> np.ndarray:
+    """Embeddings of every logged query (cached in the store beside the passage embeddings)."""
+    return encode_texts(encoder, list(collection.queries["text"]), store,
+                        {"collection": collection.fingerprint, "field": "queries"}, progress)
+
+
+@dataclass
+class DenseReverse:
+    """Nearest queries to a passage in the document-retrieval embedding space."""
+
+    query_emb: np.ndarray
+    name: str = "dense-reverse"
+
+    def retrieve(self, passage_emb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        scores, idx = exact_topk(passage_emb, self.query_emb, n)
+        return idx, scores
+
+
+@dataclass
+class BM25Reverse:
+    """The query log as a BM25 index; a passage's text as the query."""
+
+    retriever: bm25s.BM25
+    tokenizer: bm25s.tokenization.Tokenizer
+    n_queries: int
+    k1: float
+    b: float
+    name: str = "BM25-reverse"
+
+    @classmethod
+    def build(cls, query_texts: list[str], k1: float = 0.9, b: float = 0.4, name: str = "BM25-reverse") -> "BM25Reverse":
+        tok = make_tokenizer()
+        ids = tok.tokenize(query_texts, return_as="ids", show_progress=False)
+        retriever = bm25s.BM25(k1=k1, b=b)
+        retriever.index(ids, show_progress=False)
+        return cls(retriever, tok, len(query_texts), k1, b, name)
+
+    def retrieve_texts(self, texts: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+        n = min(n, self.n_queries)
+        tokens = self.tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False)
+        idx = np.full((len(texts), n), -1, dtype=np.int64)
+        scores = np.zeros((len(texts), n), dtype=np.float32)
+        rows = [i for i, t in enumerate(tokens) if len(t)]
+        if rows:
+            docs, sc = self.retriever.retrieve([tokens[i] for i in rows], k=n, show_progress=False, n_threads=1)
+            idx[rows], scores[rows] = docs, sc
+        idx[scores <= 0] = -1
+        return idx, scores
+
+
+def tune_bm25_reverse(query_texts: list[str], passage_texts: list[str], score_fn, n: int,
+                      k1_grid=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0), b_grid=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+                      progress: ProgressFn | None = None) -> tuple[BM25Reverse, dict]:
+    """Grid-search (k1, b) of BM25-reverse on training passages; ``score_fn(idx) -> mean RELQ``."""
+    best, best_score, grid = None, -1.0, {}
+    total = len(k1_grid) * len(b_grid)
+    for i, (k1, b) in enumerate((k1, b) for k1 in k1_grid for b in b_grid):
+        model = BM25Reverse.build(query_texts, k1, b, name="BM25-tuned")
+        idx, _ = model.retrieve_texts(passage_texts, n)
+        score = float(score_fn(idx))
+        grid[(k1, b)] = score
+        if score > best_score:
+            best, best_score = model, score
+        if progress:
+            progress(i + 1, total)
+    return best, {"k1": best.k1, "b": best.b, "train_relq": best_score, "grid": {f"{k}": v for k, v in grid.items()}}
