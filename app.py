@@ -12,6 +12,8 @@ st.set_page_config(page_title="EQI workbench", page_icon=":material/travel_explo
 
 navigation = st.navigation([
     st.Page("pages/collection.py", title="Collection", icon=":material/library_books:", default=True),
+    st.Page("pages/exposure.py", title="Exposure", icon=":material/visibility:"),
+    st.Page("pages/exposure_eval.py", title="Exposure evaluation", icon=":material/analytics:"),
     st.Page("pages/coverage.py", title="Ranker coverage", icon=":material/compare_arrows:"),
 ])
 navigation.run()

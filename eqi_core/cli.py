@@ -179,6 +179,133 @@ def tasc(
         typer.echo(f"wrote matrix.csv, tasc.csv, tasc.tex and {len(figures)} figures (HTML + PNG) to {output_dir}")
 
 
+def _exposure_setup(collection: str, ranker: str, depth: int):
+    from eqi_core.exposure.evaluate import prepare_exposure
+
+    store = _store()
+    c = load_collection(collection, store)
+    return prepare_exposure(c, ranker, store, depth, progress=tqdm_progress("preparing exposure map", "item"))
+
+
+DenseRankerOpt = typer.Option("minilm-l6", "--ranker", "-r", help=f"one of {', '.join(RANKERS)}")
+
+
+@app.command()
+def exposure(
+    passage: Optional[str] = typer.Argument(None, help="a passage id of the collection"),
+    text: Optional[str] = typer.Option(None, "--text", help="a passage not in the collection (instead of an id)"),
+    collection: str = CollectionOpt,
+    ranker: str = DenseRankerOpt,
+    n_qd: int = typer.Option(100, "--n-qd", help="n_q->d: depth of the searcher's results"),
+    n_dq: int = typer.Option(20, "--n-dq", help="n_d->q: exposing queries to list per method"),
+    gamma_qd: float = typer.Option(0.5, "--gamma-qd", help="searcher patience for RELQ"),
+    gamma_dq: float = typer.Option(0.9, "--gamma-dq", help="EQI-user patience for RELQ"),
+) -> None:
+    """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
+    from eqi_core.exposure.learned import TrainingConfig
+    from eqi_core.exposure.lookup import passage_exposure
+    from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
+
+    if (passage is None) == (text is None):
+        raise DataError("give either a passage id or --text, not both and not neither")
+    spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
+    setup = _exposure_setup(collection, ranker, 100)
+    methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
+    for arch in ("residual",):
+        model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
+        methods[model.name] = model
+    r = build_ranker(ranker, setup.collection, setup.store)
+    pe = passage_exposure(setup, methods, [spec, relq_exh_ndcg(n_dq)], n_qd, n_dq, doc_id=passage, text=text, ranker=r)
+    typer.echo(f"# passage {pe.doc_id or '(pasted)'}: {pe.text[:120]}")
+    for note in pe.notes:
+        typer.echo(f"note: {note}", err=True)
+    if pe.exact is not None:
+        typer.echo(f"## exact: {len(pe.exact)} queries show it in their top {n_qd}")
+        typer.echo(pe.exact.head(n_dq).to_string(index=False))
+    for name, frame in pe.lists.items():
+        score = "" if pe.relq is None else f" ({spec} = {pe.relq.loc[name, str(spec)]:.3f})"
+        typer.echo(f"## {name}{score}")
+        typer.echo(frame.to_string(index=False))
+
+
+@app.command("train-exposure")
+def train_exposure(
+    collection: str = CollectionOpt,
+    ranker: str = DenseRankerOpt,
+    arch: str = typer.Option("residual", "--arch", help="residual or append"),
+    steps: int = typer.Option(2000, "--steps", min=1, max=1_000_000),
+    train_queries: Optional[int] = typer.Option(None, "--train-queries", min=1, help="|Q_train| (default: whole log)"),
+    train_passages: int = typer.Option(5000, "--train-passages", min=1),
+    n_test: int = typer.Option(1000, "--test-passages", min=1, help="held out (never trained on)"),
+    lr: float = typer.Option(1e-4, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Train a Residual or Append EQI head (Algorithm 1 + RankNet) from cached embeddings; stored as safetensors."""
+    from eqi_core.exposure.learned import TrainingConfig
+
+    setup = _exposure_setup(collection, ranker, 100)
+    config = TrainingConfig(arch=arch, steps=steps, n_train_queries=train_queries, n_train_passages=train_passages,
+                            lr=lr, seed=seed)
+    _, info = setup.learned(config, setup.test_passages(n_test, seed), tqdm_progress(f"training {arch}", "step"))
+    typer.echo(json.dumps(info, indent=1, default=str))
+
+
+@app.command("eval-exposure")
+def eval_exposure(
+    collection: str = CollectionOpt,
+    ranker: str = DenseRankerOpt,
+    n_test: int = typer.Option(1000, "--test-passages", min=1),
+    n_dq: int = typer.Option(100, "--n-dq", min=1),
+    steps: int = typer.Option(2000, "--steps", min=1),
+    grid: bool = typer.Option(False, "--grid", help="also the training-size grid (paper Table 3)"),
+    expanding: bool = typer.Option(False, "--expanding", help="also the expanding-log simulation (paper Figure 2)"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSVs here"),
+) -> None:
+    """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
+    from eqi_core.exposure.evaluate import cached_table2, expanding_log, training_size_grid
+    from eqi_core.exposure.learned import TrainingConfig
+
+    setup = _exposure_setup(collection, ranker, 100)
+    config = TrainingConfig(n_dq=n_dq, steps=steps)
+    res = cached_table2(setup, n_test, n_dq, config, tqdm_progress("training", "step"))
+    typer.echo(f"{setup.collection.name}, ranker {ranker}, {res['test_passages']} held-out passages, n_d->q = {n_dq}")
+    typer.echo(res["table"].to_string(float_format=lambda v: f"{v:.3f}"))
+    typer.echo(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']}")
+    typer.echo(res["ttests"].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if output_dir:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        res["table"].to_csv(output_dir / "table2.csv")
+        res["per_passage"].to_csv(output_dir / "per_passage.csv", index=False)
+    n_q = len(setup.exposure.query_ids)
+    if grid:
+        t3 = training_size_grid(setup, res["test_docs"], [n_q // 4, n_q // 2, n_q], [1000, 2500, 5000], config, n_dq,
+                                tqdm_progress("grid", "step"))
+        typer.echo("Training-size grid (Residual, RELQ_RBP,RBP(0.5,0.9)):")
+        typer.echo(t3.to_string(float_format=lambda v: f"{v:.3f}"))
+        if output_dir:
+            t3.to_csv(output_dir / "table3.csv")
+    if expanding:
+        f2 = expanding_log(setup, res["test_docs"], [0.25, 0.5, 0.75], [0.25, 0.5, 0.75, 1.0], config, n_dq,
+                           progress=tqdm_progress("expanding log", "step"))
+        typer.echo("Expanding log (no retraining):")
+        typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        if output_dir:
+            f2.to_csv(output_dir / "expanding_log.csv", index=False)
+
+
+@bench_app.command("exposure")
+def bench_exposure_cmd(
+    collection: str = CollectionOpt,
+    full_log: str = typer.Option("wordnet:full", "--latency-collection", help="collection whose full log the latency uses"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """Exact exposure-map throughput vs faiss; one-passage approximate EQI latency on a full log."""
+    from eqi_core.bench import bench_exposure
+
+    store = _store()
+    _echo_json(bench_exposure(load_collection(collection, store), load_collection(full_log, store), store), output)
+
+
 @bench_app.command("encode")
 def bench_encode_cmd(
     collection: str = CollectionOpt,

@@ -80,6 +80,38 @@ def live_run(spec: str, ranker_id: str, k: int = 100) -> Run:
     return _get_run(spec, ranker_id, k)
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _get_exposure_setup(spec: str, ranker_id: str):
+    from eqi_core.exposure.evaluate import prepare_exposure
+
+    return prepare_exposure(get_collection(spec), ranker_id, get_store())
+
+
+def exposure_setup(spec: str, ranker_id: str):
+    """The exact exposure map + embedding space for EQI; the first build shows its progress."""
+    from eqi_core.exposure.evaluate import prepare_exposure
+    from eqi_core.exposure.reverse import query_embeddings  # noqa: F401 - same store keys as prepare_exposure
+    from eqi_core.rankers.dense import embeddings_artifact
+
+    collection = get_collection(spec)
+    store = get_store()
+    space = ranker_id if ranker_info(ranker_id).family == "dense" else "minilm-l6"
+    ready = (is_indexed(ranker_id, collection, store) and has_run(ranker_id, collection, store)
+             and is_indexed(space, collection, store)
+             and store.load(*embeddings_artifact(space, {"collection": collection.fingerprint, "field": "queries"}),
+                            verify=False) is not None)
+    if not ready:
+        _with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
+                       f"{ranker_info(ranker_id).name} (once; cached)...",
+                       lambda p: prepare_exposure(collection, ranker_id, store, progress=p))
+    return _get_exposure_setup(spec, ranker_id)
+
+
+def with_progress(label: str, work) -> None:
+    """Public form of the live progress wrapper for page-level long work (training, evaluation)."""
+    _with_progress(label, work)
+
+
 def current_ranker():
     """The chosen ranker over the chosen collection; the first build shows a progress bar."""
     spec = st.session_state.get(COLLECTION_KEY, "wordnet")

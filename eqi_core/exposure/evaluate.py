@@ -36,19 +36,23 @@ class ExposureSetup:
     doc_emb: np.ndarray
     query_emb: np.ndarray
     store: ArtifactStore
-    _methods: dict = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)  # passage texts as rankers see them
+    _methods: dict = field(default_factory=dict)  # built methods and look-up tables, per setup
 
     def params(self) -> dict:
         return {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth, "space": self.space}
 
     # -- splits ------------------------------------------------------------------------------
     def test_passages(self, n: int = 1000, seed: int = 0) -> np.ndarray:
-        """Held-out passages with at least one exposing query (RELQ is undefined without one)."""
+        """Held-out passages with at least one exposing query (RELQ is undefined without one); at most
+        half of the exposed passages, so that training always has passages left."""
         if n <= 0:
             raise DataError(f"number of test passages = {n}: expected a positive number")
         exposed = np.flatnonzero(self.exposure.counts() > 0)
+        if len(exposed) < 2:
+            raise DataError("fewer than two passages are exposed by any query: nothing to train and test on")
         rng = np.random.default_rng(seed + 7919)
-        return np.sort(rng.choice(exposed, size=min(n, len(exposed)), replace=False))
+        return np.sort(rng.choice(exposed, size=min(n, len(exposed) // 2), replace=False))
 
     # -- methods -------------------------------------------------------------------------------
     def dense_reverse(self) -> DenseReverse:
@@ -74,13 +78,24 @@ class ExposureSetup:
     def learned(self, config: TrainingConfig, exclude_docs: np.ndarray | None,
                 progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
         excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
-        params = {**self.params(), "excluded": _digest(excl)}
+        _, params = self.learned_params(config, excl)
+        params = {k: v for k, v in params.items() if k != "config"}  # train_or_load adds the config itself
         model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
         name = {"residual": "Residual", "append": "Append"}[config.arch]
         return LearnedEQI.from_model(model, self.query_emb, name), info
 
+    def learned_params(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> tuple[str, dict]:
+        from dataclasses import asdict
+
+        excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
+        return "exposure-head", {**self.params(), "excluded": _digest(excl), "config": asdict(config)}
+
+    def learned_available(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> bool:
+        """Whether this head is already trained (in the store), without training it."""
+        return self.store.load(*self.learned_params(config, exclude_docs), verify=False) is not None
+
     def passage_text(self, doc: int) -> str:
-        return self.collection.passage_texts()[doc] if not hasattr(self, "_texts") else self._texts[doc]
+        return self.texts[doc]
 
     def brute_force(self, docs: np.ndarray, n_dq: int) -> np.ndarray:
         """The ideal exposure lists (exposing queries by rank), padded with -1."""
@@ -104,10 +119,8 @@ def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStor
     exposure = compute_exposure_map(ranker, collection, store, depth, progress)
     dense = ranker if ranker_info(ranker_id).family == "dense" else build_ranker("minilm-l6", collection, store, progress)
     q_emb = query_embeddings(dense.encoder, collection, store, progress)
-    setup = ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
-                          dense.doc_embeddings, q_emb, store)
-    setup._texts = collection.passage_texts()
-    return setup
+    return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
+                         dense.doc_embeddings, q_emb, store, collection.passage_texts())
 
 
 def relq_per_passage(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
@@ -247,3 +260,45 @@ def _learned_on_prefix(setup: ExposureSetup, train_queries: np.ndarray, base: Tr
     model, info = train_or_load(setup.store, params, setup.exposure, setup.query_emb, setup.doc_emb, config, excl,
                                 progress, query_pool=pool)
     return LearnedEQI.from_model(model, setup.query_emb, "Residual"), info
+
+
+def table2_params(setup: ExposureSetup, n_test: int, n_dq: int, config: TrainingConfig, seed: int) -> dict:
+    from dataclasses import asdict
+
+    return {**setup.params(), "n_test": n_test, "n_dq": n_dq, "seed": seed, "config": asdict(config)}
+
+
+def table2_available(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config: TrainingConfig | None = None,
+                     seed: int = 0) -> bool:
+    config = config or TrainingConfig(n_dq=n_dq, seed=seed)
+    return setup.store.load("exposure-eval", table2_params(setup, n_test, n_dq, config, seed), verify=False) is not None
+
+
+def cached_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config: TrainingConfig | None = None,
+                  progress: ProgressFn | None = None, seed: int = 0) -> dict:
+    """``run_table2`` stored as an artifact (per-passage RELQ, retrieved lists, tuning, training info)."""
+    import json
+
+    config = config or TrainingConfig(n_dq=n_dq, seed=seed)
+    params = table2_params(setup, n_test, n_dq, config, seed)
+
+    def build(tmp) -> dict:
+        res = run_table2(setup, n_test, n_dq, config, progress, seed)
+        res["per_passage"].to_parquet(tmp / "per_passage.parquet", index=False)
+        names = list(res["lists"])
+        np.savez(tmp / "lists.npz", test_docs=res["test_docs"], **{f"m{i}": res["lists"][n] for i, n in enumerate(names)})
+        (tmp / "info.json").write_text(json.dumps({
+            "methods": names, "bm25_tuning": {k: v for k, v in res["bm25_tuning"].items() if k != "grid"},
+            "training": res["training"], "ttests": res["ttests"].to_dict(orient="records"),
+        }, default=float))
+        return {"test_passages": res["test_passages"]}
+
+    art = setup.store.get_or_build("exposure-eval", params, build)
+    info = json.loads(art.file("info.json").read_text())
+    per_passage = pd.read_parquet(art.file("per_passage.parquet"))
+    with np.load(art.file("lists.npz"), allow_pickle=False) as z:
+        lists = {n: z[f"m{i}"] for i, n in enumerate(info["methods"])}
+        test = z["test_docs"]
+    return {"table": table2(per_passage, info["methods"]), "per_passage": per_passage, "lists": lists, "test_docs": test,
+            "ttests": pd.DataFrame(info["ttests"]), "bm25_tuning": info["bm25_tuning"], "training": info["training"],
+            "test_passages": int(len(test)), "artifact": art.key}

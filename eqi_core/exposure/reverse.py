@@ -72,6 +72,9 @@ def tune_bm25_reverse(query_texts: list[str], passage_texts: list[str], score_fn
                       k1_grid=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0), b_grid=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
                       progress: ProgressFn | None = None) -> tuple[BM25Reverse, dict]:
     """Grid-search (k1, b) of BM25-reverse on training passages; ``score_fn(idx) -> mean RELQ``."""
+    if not passage_texts:  # nothing to tune on: Anserini's defaults, said so in the result
+        return BM25Reverse.build(query_texts, 0.9, 0.4, name="BM25-tuned"), {"k1": 0.9, "b": 0.4, "train_relq": None,
+                                                                              "grid": {}, "note": "no tuning passages"}
     best, best_score, grid = None, -1.0, {}
     total = len(k1_grid) * len(b_grid)
     for i, (k1, b) in enumerate((k1, b) for k1 in k1_grid for b in b_grid):
@@ -79,7 +82,7 @@ def tune_bm25_reverse(query_texts: list[str], passage_texts: list[str], score_fn
         idx, _ = model.retrieve_texts(passage_texts, n)
         score = float(score_fn(idx))
         grid[(k1, b)] = score
-        if score > best_score:
+        if best is None or score > best_score:
             best, best_score = model, score
         if progress:
             progress(i + 1, total)

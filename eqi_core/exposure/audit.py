@@ -1,0 +1,101 @@
+"""Audit analyses over an exposure map: retrievability and its inequality, rank-size distributions of
+exposing queries, and which kinds of queries (by length, by rarity) are exposing vs retrieved.
+
+Retrievability (Azzopardi and Vinay, 2008) with a cumulative cutoff c and a uniform query prior:
+r(d) = number of logged queries that rank d within their top c; passages no query retrieves
+count with r(d) = 0. Inequality is the Gini coefficient of r over all passages.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.collection import DataError
+from eqi_core.exposure.exact import ExposureMap
+
+
+def retrievability(exposure: ExposureMap, cutoff: int = 100) -> np.ndarray:
+    """r(d) for every passage of the collection (zeros included)."""
+    if not 0 < cutoff <= exposure.depth:
+        raise DataError(f"retrievability cutoff c = {cutoff}: expected 1..{exposure.depth} (the exposure map's depth)")
+    keep = exposure.rank0 < cutoff
+    return np.bincount(exposure.d_idx[keep], minlength=len(exposure.doc_ids))
+
+
+def gini(values: np.ndarray) -> float:
+    """Gini coefficient: 0 when every passage is equally retrievable, ->1 when one takes all."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0 or x.sum() == 0:
+        return 0.0
+    ranks = np.arange(1, n + 1)
+    return float((2 * (ranks * x).sum()) / (n * x.sum()) - (n + 1) / n)
+
+
+def lorenz(values: np.ndarray, points: int = 200) -> pd.DataFrame:
+    """Lorenz curve: share of passages (poorest first) vs share of total retrievability."""
+    x = np.sort(np.asarray(values, dtype=float))
+    cum = np.concatenate([[0.0], np.cumsum(x)])
+    total = cum[-1] if cum[-1] > 0 else 1.0
+    pos = np.linspace(0, len(x), min(points, len(x) + 1)).astype(int)
+    return pd.DataFrame({"passages": pos / max(len(x), 1), "retrievability": cum[pos] / total})
+
+
+def position_in_lorenz(values: np.ndarray, doc: int) -> float:
+    """Share of passages less retrievable than ``doc`` (its x position on the Lorenz curve)."""
+    return float((values < values[doc]).mean())
+
+
+def rank_size(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Per method: number of (truly) exposing queries per passage, sorted descending (paper Figure 4)."""
+    rows = []
+    exact = np.sort(exposure.counts()[docs])[::-1]
+    rows.append(pd.DataFrame({"method": "Exact", "rank": np.arange(1, len(exact) + 1), "exposing_queries": exact}))
+    for name, idx in lists.items():
+        found = np.array([np.isfinite(exposure.ranks_of(int(d), row[row >= 0])).sum() for d, row in zip(docs, idx)])
+        found = np.sort(found)[::-1]
+        rows.append(pd.DataFrame({"method": name, "rank": np.arange(1, len(found) + 1), "exposing_queries": found}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def query_traits(query_texts: list[str], min_df: np.ndarray) -> pd.DataFrame:
+    """Length in words and rarity (minimum document frequency of its terms) of each logged query."""
+    return pd.DataFrame({"length": [len(t.split()) for t in query_texts], "min_df": min_df})
+
+
+def min_document_frequency(query_texts: list[str], passage_texts: list[str]) -> np.ndarray:
+    """For each query, the smallest number of passages containing one of its terms (0 if a term is unseen)."""
+    from eqi_core.rankers.bm25 import make_tokenizer
+
+    tok = make_tokenizer()
+    doc_ids = tok.tokenize(passage_texts, return_as="ids", show_progress=False)
+    df = np.zeros(len(tok.get_vocab_dict()) + 1, dtype=np.int64)
+    for ids in doc_ids:
+        df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
+    q_ids = tok.tokenize(query_texts, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False)
+    return np.array([int(df[np.asarray(ids)].min()) if len(ids) else 0 for ids in q_ids])
+
+
+def trait_probabilities(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray], traits: pd.DataFrame,
+                        by: str, bins: list | None = None) -> pd.DataFrame:
+    """Paper Figure 3: for queries grouped by a trait, P(exposing one of ``docs``) and, per method,
+    P(retrieved in the top 10 / top 100 for one of ``docs``)."""
+    values = traits[by].to_numpy()
+    if bins is None:
+        bins = sorted(set(np.quantile(values, [0, .2, .4, .6, .8, 1.0]).round().astype(int).tolist()))
+    group = pd.cut(values, bins=np.unique(bins + [values.max() + 1]), right=False, include_lowest=True)
+    exposing = np.zeros(len(values), dtype=bool)
+    for d in docs:
+        exposing[exposure.exposing(int(d))[0]] = True
+    frame = {"exposing": exposing}
+    for name, idx in lists.items():
+        for depth in (10, 100):
+            hit = np.zeros(len(values), dtype=bool)
+            sel = idx[:, :depth]
+            hit[sel[sel >= 0]] = True
+            frame[f"{name} top-{depth}"] = hit
+    df = pd.DataFrame(frame)
+    df["group"] = group.astype(str)
+    out = df.groupby("group", sort=False).mean().reset_index()
+    out["queries"] = df.groupby("group", sort=False).size().to_numpy()
+    return out.melt(id_vars=["group", "queries"], var_name="series", value_name="probability")

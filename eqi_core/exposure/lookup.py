@@ -1,0 +1,124 @@
+"""One passage's exposing queries, exact and by each approximate method, with RELQ: what the
+Exposure page and ``eqi exposure`` show.
+
+A passage is either in the collection (by id) or pasted text. For pasted text under a dense
+ranker the exact answer is still available without re-running the log: the new passage enters
+query q's top n_q->d exactly when its score beats q's n-th cached score, at the rank given by
+how many cached scores beat it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.collection import DataError
+from eqi_core.exposure.evaluate import MAX_PASSAGE_CHARS, ExposureSetup
+from eqi_core.exposure.relq import RelqSpec, relq
+from eqi_core.rankers import run_all_queries
+from eqi_core.rankers.base import Ranker
+
+
+@dataclass
+class PassageExposure:
+    doc_id: str | None
+    text: str
+    n_qd: int
+    exact: pd.DataFrame | None  # query_id, query, rank (1-based), exposure = n_qd - rho
+    lists: dict[str, pd.DataFrame] = field(default_factory=dict)  # position, query_id, query, score, rank
+    relq: pd.DataFrame | None = None  # method x spec
+    notes: list[str] = field(default_factory=list)
+
+
+def validate_text(text: str) -> str:
+    if text is None or not text.strip():
+        raise DataError("the passage is empty; paste some text or pick a passage id")
+    if len(text) > MAX_PASSAGE_CHARS:
+        raise DataError(f"the passage has {len(text):,} characters; at most {MAX_PASSAGE_CHARS:,} are accepted")
+    return text
+
+
+def validate_depths(n_qd: int, n_dq: int, max_qd: int) -> None:
+    if not 1 <= n_qd <= max_qd:
+        raise DataError(f"n_q->d = {n_qd}: expected 1..{max_qd} (the exposure map was computed to depth {max_qd})")
+    if n_dq <= 0:
+        raise DataError(f"n_d->q = {n_dq}: expected a positive number of queries")
+
+
+def cached_topk_scores(setup: ExposureSetup, ranker: Ranker) -> np.ndarray:
+    """(queries x depth) scores of every query's cached top list, -inf where the list is shorter."""
+    if "topk_scores" not in setup._methods:
+        run = run_all_queries(ranker, setup.collection, setup.store, k=setup.depth)
+        q = pd.Index(setup.collection.queries["query_id"]).get_indexer(run.frame["query_id"])
+        ok = q >= 0
+        scores = np.full((len(setup.exposure.query_ids), setup.depth), -np.inf, dtype=np.float32)
+        scores[q[ok], run.frame["rank"].to_numpy()[ok] - 1] = run.frame["score"].to_numpy()[ok]
+        setup._methods["topk_scores"] = scores
+    return setup._methods["topk_scores"]
+
+
+def exact_for_new_text(setup: ExposureSetup, ranker: Ranker, passage_emb: np.ndarray, n_qd: int) -> pd.DataFrame:
+    """Exact exposing queries of a passage not in the collection (dense rankers)."""
+    topk = cached_topk_scores(setup, ranker)[:, :n_qd]
+    s = setup.query_emb @ passage_emb.astype(np.float32)
+    beats = (topk > s[:, None]).sum(axis=1)  # cached results scoring higher: the new passage's 0-based rank
+    exposes = beats < n_qd
+    q = np.flatnonzero(exposes)
+    rank0 = beats[q]
+    order = np.lexsort((q, rank0))
+    return _exact_frame(setup, q[order], rank0[order], n_qd)
+
+
+def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: int) -> pd.DataFrame:
+    texts = setup.collection.queries["text"].to_numpy()
+    return pd.DataFrame({"query_id": setup.exposure.query_ids[q], "query": texts[q], "rank": rank0.astype(int) + 1,
+                         "exposure": n_qd - rank0.astype(int)})
+
+
+def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,
+                     doc_id: str | None = None, text: str | None = None, ranker: Ranker | None = None) -> PassageExposure:
+    """Exposing queries of one passage: exact (when known) and from each method, with RELQ per spec."""
+    validate_depths(n_qd, n_dq, setup.depth)
+    notes = []
+    texts = setup.collection.queries["text"].to_numpy()
+    if doc_id is not None:
+        doc = setup.exposure.doc_index(doc_id)
+        passage_text = setup.passage_text(doc)
+        emb = setup.doc_emb[doc]
+        q, r = setup.exposure.exposing(doc)
+        keep = r < n_qd
+        exact = _exact_frame(setup, q[keep], r[keep], n_qd)
+    else:
+        passage_text = validate_text(text)
+        emb = setup.encoder.encode([passage_text])[0]
+        if ranker is not None and getattr(ranker, "family", "") == "dense":
+            exact = exact_for_new_text(setup, ranker, emb, n_qd)
+        else:
+            exact = None
+            notes.append("exact exposure of pasted text is computed for dense rankers only; "
+                         "for BM25 the approximate methods are shown without ground truth")
+    lists = {}
+    for name, method in methods.items():
+        if hasattr(method, "retrieve_texts"):
+            idx, scores = method.retrieve_texts([passage_text], n_dq)
+        else:
+            idx, scores = method.retrieve(emb[None, :].astype(np.float32), n_dq)
+        idx, scores = idx[0], scores[0]
+        ok = idx >= 0
+        idx, scores = idx[ok], scores[ok]
+        rank_of = dict(zip(exact["query_id"], exact["rank"])) if exact is not None else {}
+        qids = setup.exposure.query_ids[idx]
+        lists[name] = pd.DataFrame({"position": np.arange(1, len(idx) + 1), "query_id": qids, "query": texts[idx],
+                                    "score": scores, "rank": [rank_of.get(q, np.nan) for q in qids]})
+    relq_table = None
+    if exact is not None and len(exact):
+        rows = {}
+        ideal = (exact["rank"] - 1).tolist()
+        for name, frame in lists.items():
+            got = [r - 1 if np.isfinite(r) else np.inf for r in frame["rank"]]
+            rows[name] = {str(s): relq(got, ideal, s) for s in specs}
+        relq_table = pd.DataFrame(rows).T
+    elif exact is not None:
+        notes.append(f"no logged query shows this passage in its top {n_qd}: RELQ is undefined")
+    return PassageExposure(doc_id, passage_text, n_qd, exact, lists, relq_table, notes)

@@ -1,0 +1,122 @@
+"""Figures of the Exposure and Exposure evaluation pages (EQI paper Figures 1-5, Table 3, Lorenz)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from eqi_core.figures.theme import PALETTE, style
+
+METHOD_COLOURS = {"Brute force": "#333333", "Exact": "#333333", "BM25-reverse": "#9ECAE9", "BM25-tuned": "#4C78A8",
+                  "Append": "#F58518", "Residual": "#E45756"}
+
+
+def method_colour(name: str) -> str:
+    if name in METHOD_COLOURS:
+        return METHOD_COLOURS[name]
+    if name.startswith("dense-reverse"):
+        return "#54A24B"
+    return PALETTE[sum(map(ord, name)) % len(PALETTE)]
+
+
+def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[str, float] | None = None,
+                  relq_label: str = "") -> go.Figure:
+    """Figure 1: per method, bars at each exposure-list position with height n_q->d - rho(d, sigma_q)
+    (0 for non-exposing queries); hatched bars mark queries every shown method retrieved."""
+    names = list(lists)
+    shared = set.intersection(*(set(f["query_id"]) for f in lists.values())) if len(lists) > 1 else set()
+    titles = [f"{n}" + (f" ({relq_label} = {relq_values[n]:.3f})" if relq_values and n in relq_values else "") for n in names]
+    fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
+    for row, name in enumerate(names, start=1):
+        f = lists[name]
+        height = np.where(np.isfinite(f["rank"]), n_qd - (f["rank"].fillna(n_qd + 1) - 1), 0)
+        is_shared = f["query_id"].isin(shared).to_numpy()
+        for flag, label in ((False, "only this method"), (True, "retrieved by all methods")):
+            sel = is_shared == flag
+            fig.add_trace(go.Bar(
+                x=f["position"][sel], y=height[sel], name=label, legendgroup=label, showlegend=row == 1,
+                marker=dict(color=method_colour(name), pattern_shape="/" if flag else "", line_width=0),
+                customdata=np.stack([f["query"][sel], f["rank"][sel].fillna(-1)], axis=1),
+                hovertemplate="#%{x}: %{customdata[0]}<br>passage rank %{customdata[1]}<extra></extra>"), row=row, col=1)
+        fig.update_yaxes(title_text="n_q→d − ρ", range=[0, n_qd * 1.05], row=row, col=1)
+    fig.update_xaxes(title_text="position in the exposure list ρ(q, ψ_d) + 1", row=len(names), col=1)
+    fig.update_layout(barmode="overlay", bargap=0.1)
+    return style(fig, "Exposing queries found, by position (higher bar = passage shown higher)", height=220 + 170 * len(names))
+
+
+def relq_heatmaps(grids: dict[str, pd.DataFrame]) -> go.Figure:
+    """Figure 5: mean RELQ_{RBP,RBP} over (gamma_q->d rows, gamma_d->q columns), one panel per method."""
+    names = list(grids)
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.08)
+    for i, name in enumerate(names, start=1):
+        g = grids[name]
+        fig.add_trace(go.Heatmap(z=g.to_numpy(dtype=float), x=[f"{c:g}" for c in g.columns], y=[f"{r:g}" for r in g.index],
+                                 zmin=0, zmax=1, colorscale="Blues", showscale=i == len(names),
+                                 text=np.round(g.to_numpy(dtype=float), 2), texttemplate="%{text}",
+                                 hovertemplate="γ_q→d %{y}, γ_d→q %{x}: RELQ %{z:.3f}<extra></extra>"), row=1, col=i)
+        fig.update_xaxes(title_text="γ_d→q (EQI user)", row=1, col=i)
+    fig.update_yaxes(title_text="γ_q→d (searcher)", row=1, col=1)
+    return style(fig, "RELQ over patience parameters", height=460)
+
+
+def rank_size(frame: pd.DataFrame) -> go.Figure:
+    """Figure 4: exposing queries per passage against the passage's rank, log-log, one line per method."""
+    fig = go.Figure()
+    for name, f in frame.groupby("method", sort=False):
+        f = f[f["exposing_queries"] > 0]
+        fig.add_trace(go.Scatter(x=f["rank"], y=f["exposing_queries"], name=name, mode="lines",
+                                 line=dict(color=method_colour(name), width=2)))
+    fig.update_xaxes(type="log", title_text="passage rank (by number of exposing queries)")
+    fig.update_yaxes(type="log", title_text="exposing queries")
+    return style(fig, "Rank-size distribution of exposing queries per passage")
+
+
+def lorenz_curve(curve: pd.DataFrame, gini_value: float, highlight: float | None = None, label: str = "") -> go.Figure:
+    """Lorenz curve of retrievability with the equality line; optionally a passage's position on it."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="equality", line=dict(dash="dot", color="#999")))
+    fig.add_trace(go.Scatter(x=curve["passages"], y=curve["retrievability"], mode="lines", name=f"Gini {gini_value:.3f}",
+                             line=dict(color="#4C78A8", width=3), fill="tonexty"))
+    if highlight is not None:
+        y = float(np.interp(highlight, curve["passages"], curve["retrievability"]))
+        fig.add_trace(go.Scatter(x=[highlight], y=[y], mode="markers+text", text=[label or "this passage"],
+                                 textposition="top left", marker=dict(size=14, color="#E45756"), name=label or "passage"))
+    fig.update_xaxes(title_text="share of passages (least retrievable first)", range=[0, 1])
+    fig.update_yaxes(title_text="share of retrievability", range=[0, 1])
+    return style(fig, "Retrievability inequality (Lorenz curve)")
+
+
+def trait_curves(frame: pd.DataFrame, trait: str) -> go.Figure:
+    """Figure 3: P(exposing) and P(retrieved by a method) per query group."""
+    fig = go.Figure()
+    for series, f in frame.groupby("series", sort=False):
+        dash = "solid" if series == "exposing" else ("dot" if series.endswith("top-10") else "dash")
+        colour = "#333333" if series == "exposing" else method_colour(series.rsplit(" top-", 1)[0])
+        fig.add_trace(go.Scatter(x=f["group"], y=f["probability"], name=series, mode="lines+markers",
+                                 line=dict(color=colour, dash=dash)))
+    fig.update_xaxes(title_text=trait)
+    fig.update_yaxes(title_text="probability")
+    return style(fig, f"Exposing vs retrieved, by {trait}")
+
+
+def training_size(table: pd.DataFrame) -> go.Figure:
+    """Table 3 as a heatmap: Residual RELQ by training passages x training queries."""
+    fig = go.Figure(go.Heatmap(z=table.to_numpy(dtype=float), x=[str(c) for c in table.columns], y=[str(r) for r in table.index],
+                               colorscale="Blues", text=np.round(table.to_numpy(dtype=float), 3), texttemplate="%{text}",
+                               hovertemplate="%{y} passages, %{x} queries: %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="training queries")
+    fig.update_yaxes(title_text="training passages")
+    return style(fig, "Residual RELQ_RBP,RBP(0.5, 0.9) by training size")
+
+
+def expanding_log(frame: pd.DataFrame) -> go.Figure:
+    """Figure 2: RELQ as the query log grows after training, one line per training size."""
+    fig = go.Figure()
+    for (method, f_train), f in frame.groupby(["method", "train_fraction"], dropna=False, sort=False):
+        label = "dense-reverse" if method != "Residual" else f"Residual trained on {f_train:.0%} of the log"
+        fig.add_trace(go.Scatter(x=f["log_size"], y=f["relq"], name=label, mode="lines+markers",
+                                 line=dict(dash="dot" if method != "Residual" else "solid")))
+    fig.update_xaxes(title_text="query log size at evaluation")
+    fig.update_yaxes(title_text="RELQ_RBP,RBP(0.5, 0.9)")
+    return style(fig, "Expanding query log, no retraining")

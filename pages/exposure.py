@@ -1,0 +1,124 @@
+"""Exposure page: which queries expose a passage, exactly and by each approximate EQI method."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from eqi_core.collection import DataError
+from eqi_core.coverage.export import figure_html
+from eqi_core.exposure.audit import gini, lorenz, position_in_lorenz, retrievability
+from eqi_core.exposure.learned import TrainingConfig
+from eqi_core.exposure.lookup import passage_exposure
+from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
+from eqi_core.figures.exposure import exposure_bars, lorenz_curve
+from pages._common import COLLECTION_KEY, RANKER_KEY, current_collection, exposure_setup, get_collection, sidebar, with_progress
+from eqi_core.rankers import build_ranker, ranker_info
+
+PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
+DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
+
+sidebar()
+collection = current_collection()
+if collection is None:
+    st.stop()
+spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
+st.title("Exposure")
+st.caption(f"Which logged queries put a passage in {ranker_info(ranker_id).name}'s top results, and how high? "
+           "Exact answer by brute force over the whole query log; approximate answers by reverse retrieval "
+           "and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).")
+try:
+    setup = exposure_setup(spec, ranker_id)
+except DataError as exc:
+    st.error(str(exc))
+    st.stop()
+
+# -- the passage -------------------------------------------------------------------------------
+source = st.radio("Passage", ["From the collection", "Paste a new passage"], horizontal=True, key="exp_source")
+doc_id, text = None, None
+if source == "From the collection":
+    c1, c2 = st.columns([1, 2])
+    pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="e.g. deposits")
+    found = collection.find_passages(pattern, limit=200)
+    options = list(found["doc_id"])
+    default = DEFAULT_PASSAGE.get(spec)
+    if default in set(collection.passages["doc_id"]) and default not in options:
+        options = [default] + options
+    texts = dict(zip(collection.passages["doc_id"], collection.passages["text"]))
+    if not options:
+        st.warning("No passage matches; change the filter.")
+        st.stop()
+    doc_id = c2.selectbox("Passage", options, key="exp_doc", format_func=lambda d: f"{d}: {texts.get(d, '')[:90]}")
+    st.markdown(f"> {texts.get(doc_id, '')}")
+else:
+    text = st.text_area("A passage that is not in the collection", key="exp_text", height=100,
+                        placeholder="Paste a document: which logged queries would show it, and how high?")
+
+# -- parameters ----------------------------------------------------------------------------------
+c1, c2, c3, c4 = st.columns(4)
+n_qd = c1.slider("n_q→d: results a searcher sees", 1, setup.depth, setup.depth, key="exp_nqd")
+n_dq = c2.slider("n_d→q: exposing queries listed", 5, 100, 50, step=5, key="exp_ndq")
+gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, 0.5, step=0.1, key="exp_gqd")
+gamma_dq = c4.slider("γ_d→q: auditor patience", 0.1, 1.0, 0.9, step=0.1, key="exp_gdq")
+
+methods = {"BM25-reverse": setup.bm25_reverse(), setup.dense_reverse().name: setup.dense_reverse()}
+try:
+    held_out = setup.test_passages()
+    for arch in ("residual", "append"):
+        config = TrainingConfig(arch=arch)
+        if setup.learned_available(config, held_out):
+            model, _ = setup.learned(config, held_out)
+            methods[model.name] = model
+        elif st.button(f"Train the {arch.title()} exposure head (about a minute on 2 cores)", key=f"exp_train_{arch}"):
+            with_progress(f"Training {arch.title()} (Algorithm 1 + RankNet)...", lambda p, c=config: setup.learned(c, held_out, p))
+            st.rerun()
+except DataError as exc:
+    st.warning(f"Learned heads unavailable: {exc}")
+
+if source == "Paste a new passage" and not (text or "").strip():
+    st.info("Paste a passage to see which queries would expose it.")
+    st.stop()
+main_spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
+try:
+    ranker = build_ranker(ranker_id, collection, setup.store) if doc_id is None else None
+    result = passage_exposure(setup, methods, [main_spec, relq_rbp(1.0, 1.0, n_dq), relq_exh_ndcg(n_dq)], n_qd, n_dq,
+                              doc_id=doc_id, text=text, ranker=ranker)
+except DataError as exc:
+    st.error(str(exc))
+    st.stop()
+for note in result.notes:
+    st.info(note, icon=":material/info:")
+
+# -- results -----------------------------------------------------------------------------------------
+if result.exact is not None:
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Exposing queries (exact)", f"{len(result.exact):,}")
+    m2.metric("Best rank reached", int(result.exact["rank"].min()) if len(result.exact) else "—")
+    m3.metric(f"Queries with it in the top 10", int((result.exact["rank"] <= 10).sum()))
+if result.relq is not None:
+    st.dataframe(result.relq.style.format("{:.3f}"), width="stretch", key="exp_relq")
+
+names = list(result.lists)
+chosen = st.multiselect("Methods in the chart", names, default=names[-2:] if len(names) > 2 else names, key="exp_chart_methods")
+if chosen and result.exact is not None:
+    relq_values = result.relq[str(main_spec)].to_dict() if result.relq is not None else None
+    fig = exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec))
+    st.plotly_chart(fig, config=PLOT_CONFIG, key="exp_bars")
+    st.download_button("Chart (HTML)", figure_html(fig), "exposure_bars.html", "text/html", key="exp_dl_fig")
+
+cols = st.columns(1 + len(names))
+if result.exact is not None:
+    cols[0].markdown("**Exact (brute force)**")
+    cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact")
+    cols[0].download_button("CSV", result.exact.to_csv(index=False).encode(), "exact_exposing_queries.csv", key="exp_dl_exact")
+for col, name in zip(cols[1:] if result.exact is not None else cols, names):
+    col.markdown(f"**{name}**")
+    col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
+                  column_config={"rank": st.column_config.NumberColumn("rank", help="the passage's rank for this query; empty = not exposing")})
+    col.download_button("CSV", result.lists[name].to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
+
+if doc_id is not None:
+    with st.expander("Retrievability: where this passage sits among all passages"):
+        r = retrievability(setup.exposure, n_qd)
+        doc = setup.exposure.doc_index(doc_id)
+        st.caption(f"r(d) = {int(r[doc])} queries rank it within their top {n_qd}; "
+                   f"{(r == 0).mean():.1%} of passages are never retrieved; Gini {gini(r):.3f}.")
+        st.plotly_chart(lorenz_curve(lorenz(r), gini(r), position_in_lorenz(r, doc), doc_id), config=PLOT_CONFIG, key="exp_lorenz")

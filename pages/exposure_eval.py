@@ -1,0 +1,110 @@
+"""Exposure evaluation page: EQI methods on held-out passages (paper Table 2), RELQ over patience
+parameters, rank-size, retrievability, query traits, training size and an expanding query log."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from eqi_core.collection import DataError
+from eqi_core.exposure.audit import gini, lorenz, min_document_frequency, query_traits, rank_size, retrievability, trait_probabilities
+from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_grid, table2_available, training_size_grid
+from eqi_core.exposure.learned import TrainingConfig
+from eqi_core.figures import exposure as figs
+from eqi_core.rankers import ranker_info
+from pages._common import COLLECTION_KEY, RANKER_KEY, current_collection, exposure_setup, sidebar, with_progress
+
+PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
+
+sidebar()
+collection = current_collection()
+if collection is None:
+    st.stop()
+spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
+st.title("Exposure evaluation")
+st.caption(f"EQI methods against the exact exposure map of {ranker_info(ranker_id).name} on passages held out from "
+           "training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high it shows the passage (searcher "
+           "patience γ_q→d) and how high it is listed (auditor patience γ_d→q).")
+try:
+    setup = exposure_setup(spec, ranker_id)
+except DataError as exc:
+    st.error(str(exc))
+    st.stop()
+
+c1, c2, c3 = st.columns(3)
+n_test = c1.number_input("Held-out test passages", 50, 5000, 500, step=50, key="ev_ntest")
+n_dq = c2.number_input("n_d→q", 10, 200, 100, step=10, key="ev_ndq")
+steps = c3.number_input("Training steps (batches of 1,000 triples)", 100, 20000, 2000, step=100, key="ev_steps")
+config = TrainingConfig(n_dq=int(n_dq), steps=int(steps))
+try:
+    if not table2_available(setup, int(n_test), int(n_dq), config):
+        st.info("This evaluation has not been computed yet: it tunes BM25-reverse and trains the Append and Residual "
+                "heads (a few minutes on 2 cores), then is cached.")
+        if not st.button("Run the evaluation", key="ev_run", type="primary"):
+            st.stop()
+        with_progress("Evaluating EQI methods (tuning, training, retrieval)...",
+                      lambda p: cached_table2(setup, int(n_test), int(n_dq), config, p))
+    res = cached_table2(setup, int(n_test), int(n_dq), config)
+except DataError as exc:
+    st.error(str(exc))
+    st.stop()
+
+st.subheader(f"Table 2: mean RELQ over {res['test_passages']:,} held-out passages")
+st.dataframe(res["table"].style.format("{:.3f}"), width="stretch", key="ev_table2")
+st.download_button("Table 2 (CSV)", res["table"].to_csv().encode(), "table2.csv", key="ev_dl_t2")
+st.caption(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']} (grid search on 300 training "
+           "passages). One-tailed paired t-tests on RELQ_RBP,RBP(0.5,0.9) against dense-reverse:")
+st.dataframe(res["ttests"], hide_index=True, width="stretch", key="ev_ttests")
+
+lists, test = res["lists"], res["test_docs"]
+names = [n for n in lists if n != "Brute force"]
+
+
+@st.cache_data(show_spinner="Computing RELQ over the patience grid...", max_entries=8)
+def grids(key: str, methods: tuple[str, ...]):
+    return {m: patience_grid(setup.exposure, test, lists[m], int(n_dq)) for m in methods}
+
+
+@st.cache_data(show_spinner="Counting query traits...", max_entries=4)
+def traits(key: str):
+    q_texts = list(collection.queries["text"])
+    return query_traits(q_texts, min_document_frequency(q_texts, setup.texts))
+
+
+tab_heat, tab_size, tab_retr, tab_traits, tab_train = st.tabs(
+    ["Patience heatmaps", "Rank-size", "Retrievability", "Query traits", "Training size & growing log"])
+with tab_heat:
+    pair = st.multiselect("Methods", names, default=[n for n in names if n.startswith("dense")][:1] + ["Residual"],
+                          max_selections=2, key="ev_heat_methods")
+    if pair:
+        st.plotly_chart(figs.relq_heatmaps(grids(res["artifact"], tuple(pair))), config=PLOT_CONFIG, key="ev_heat")
+with tab_size:
+    st.plotly_chart(figs.rank_size(rank_size(setup.exposure, test, {n: lists[n] for n in names})), config=PLOT_CONFIG, key="ev_rank_size")
+with tab_retr:
+    cutoff = st.slider("Cutoff c", 1, setup.depth, min(10, setup.depth), key="ev_cutoff")
+    r = retrievability(setup.exposure, cutoff)
+    st.caption(f"{(r == 0).mean():.1%} of {len(r):,} passages are in no query's top {cutoff}; "
+               f"the most retrievable is in {int(r.max()):,} queries' top {cutoff}.")
+    st.plotly_chart(figs.lorenz_curve(lorenz(r), gini(r)), config=PLOT_CONFIG, key="ev_lorenz")
+with tab_traits:
+    tr = traits(collection.fingerprint)
+    by = st.radio("Group queries by", ["length", "min_df"], horizontal=True, key="ev_trait",
+                  format_func=lambda b: "length (words)" if b == "length" else "rarity (minimum document frequency)")
+    bins = [1, 2, 3, 4, 6] if by == "length" else None
+    frame = trait_probabilities(setup.exposure, test, {n: lists[n] for n in names}, tr, by, bins)
+    st.plotly_chart(figs.trait_curves(frame, by), config=PLOT_CONFIG, key="ev_traits")
+with tab_train:
+    n_q = len(setup.exposure.query_ids)
+    st.caption("Each cell trains a Residual head (cached); the growing-log lines are evaluated without retraining.")
+    if st.button("Compute the training-size grid", key="ev_grid"):
+        holder = {}
+        with_progress("Training Residual heads for the grid...", lambda p: holder.update(
+            t=training_size_grid(setup, test, [n_q // 4, n_q // 2, n_q], [1000, 2500, 5000], config, int(n_dq), p)))
+        st.session_state["ev_grid_result"] = holder["t"]
+    if "ev_grid_result" in st.session_state:
+        st.plotly_chart(figs.training_size(st.session_state["ev_grid_result"]), config=PLOT_CONFIG, key="ev_grid_fig")
+    if st.button("Simulate a growing query log", key="ev_expand"):
+        holder = {}
+        with_progress("Training on part of the log, evaluating as it grows...", lambda p: holder.update(
+            f=expanding_log(setup, test, [0.25, 0.5, 0.75], [0.25, 0.5, 0.75, 1.0], config, int(n_dq), progress=p)))
+        st.session_state["ev_expand_result"] = holder["f"]
+    if "ev_expand_result" in st.session_state:
+        st.plotly_chart(figs.expanding_log(st.session_state["ev_expand_result"]), config=PLOT_CONFIG, key="ev_expand_fig")

@@ -1,0 +1,49 @@
+"""AppTest of the Exposure and Exposure evaluation pages (tiny collection, ONNX dense ranker)."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import FIXTURES, TINY_BEIR
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def at(monkeypatch):
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
+    at.session_state["_kept_ranker_id"] = "minilm-l3-onnx"
+    at.run()
+    return at
+
+
+def test_exposure_page_by_id_and_pasted(at):
+    at.switch_page("pages/exposure.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Exposure"
+    at.selectbox(key="exp_doc").set_value("d6").run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Exposing queries (exact)"]) >= 1
+    assert any("Train the Residual" in b.label for b in at.button)
+    at.radio(key="exp_source").set_value("Paste a new passage").run()
+    at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
+    assert not at.exception
+    assert "Exposing queries (exact)" in [m.label for m in at.metric]
+    at.text_area(key="exp_text").set_value("x" * 100_001).run()
+    assert any("at most 100,000" in e.value for e in at.error)
+
+
+def test_exposure_evaluation_page_runs(at):
+    at.switch_page("pages/exposure_eval.py").run()
+    assert not at.exception, at.exception
+    at.number_input(key="ev_ntest").set_value(50).run()
+    at.number_input(key="ev_steps").set_value(100).run()
+    if any(b.label == "Run the evaluation" for b in at.button):
+        at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert "Brute force" in table.index and "Residual" in table.index
+    assert table.loc["Brute force"].min() == pytest.approx(1.0)

@@ -1,0 +1,109 @@
+"""Exact exposure map, Algorithm 1 and triple sampling on tiny hand-built cases."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.exposure.audit import gini, lorenz, retrievability
+from eqi_core.exposure.exact import ExposureMap
+from eqi_core.exposure.learned import ExposureModel, Head, TrainingConfig, TripleSampler, algorithm1, train_exposure_model
+from eqi_core.runs import Run
+
+PASSAGES = pd.DataFrame({"doc_id": ["d0", "d1", "d2", "d3", "d4"], "text": ["a", "b", "c", "d", "e"]})
+QUERIES = pd.DataFrame({"query_id": ["q0", "q1", "q2", "q3"], "text": ["w", "x", "y", "z"]})
+C = Collection("tiny", PASSAGES, QUERIES)
+# top-2 of each query (n_q->d = 2): q0 -> d0, d1; q1 -> d1, d0; q2 -> d2, d3; q3 -> d3, d1
+RUN = Run("r", pd.DataFrame({"query_id": ["q0", "q0", "q1", "q1", "q2", "q2", "q3", "q3"],
+                             "doc_id": ["d0", "d1", "d1", "d0", "d2", "d3", "d3", "d1"],
+                             "rank": [1, 2] * 4, "score": [2.0, 1.0] * 4}))
+
+
+@pytest.fixture
+def emap():
+    return ExposureMap.from_run(RUN, C, depth=2)
+
+
+def test_inverted_map(emap):
+    assert emap.exposing_frame("d1").values.tolist() == [["q1", 1], ["q0", 2], ["q3", 2]]
+    assert emap.counts().tolist() == [2, 3, 1, 2, 0]  # d4 is never retrieved
+    assert emap.ranks_of(emap.doc_index("d3"), np.array([2, 3, 0])).tolist() == [1.0, 0.0, np.inf]
+    with pytest.raises(DataError, match="passage id 'nope' is not in the collection"):
+        emap.doc_index("nope")
+
+
+def test_depth_filter_and_restriction(emap):
+    shallow = ExposureMap.from_run(RUN, C, depth=1)
+    assert shallow.counts().tolist() == [1, 1, 1, 1, 0]
+    only_q0_q1 = emap.restricted_to(np.array([True, True, False, False]))
+    assert only_q0_q1.counts().tolist() == [2, 2, 0, 0, 0]
+
+
+def test_retrievability_and_gini(emap):
+    assert retrievability(emap, 1).tolist() == [1, 1, 1, 1, 0]
+    assert retrievability(emap, 2).tolist() == [2, 3, 1, 2, 0]
+    assert gini(np.array([1, 1, 1, 1])) == 0.0
+    assert gini(np.array([0, 0, 0, 4])) == pytest.approx(0.75)  # (n-1)/n for one-takes-all
+    curve = lorenz(np.array([0, 0, 0, 4]))
+    assert curve["retrievability"].iloc[-1] == 1.0 and curve["retrievability"].iloc[2] == 0.0
+    with pytest.raises(DataError, match="cutoff c = 3"):
+        retrievability(emap, 3)
+
+
+def test_algorithm1_labels(emap):
+    # 2-d embeddings: queries and passages on a line, so nearest training queries are predictable
+    q_emb = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.5, 0.5]], dtype=np.float32)
+    d_emb = np.array([[1, 0], [0.8, 0.2], [0, 1], [0.2, 0.8], [0.5, -1]], dtype=np.float32)
+    cfg = TrainingConfig(n_train_queries=3, n_train_passages=10, n_dq=3, seed=0)
+    data = algorithm1(emap, q_emb, d_emb, cfg, exclude_docs=np.array([2]))
+    q_train = set(data.train_queries.tolist())
+    assert len(q_train) == 3
+    # D_train: passages retrieved by Q_train (line 7), minus the held-out d2, never d4 (retrieved by none)
+    assert 2 not in set(data.docs) and 4 not in set(data.docs)
+    for d, q, r in zip(data.docs, data.queries, data.ranks):
+        assert q in q_train
+        truth = emap.rank_lookup(int(d)).get(int(q), np.inf)
+        assert r == truth  # labelled with rho(d, sigma_q) from the cache, or infinity
+
+
+def test_triple_sampler_cases():
+    from eqi_core.exposure.learned import TrainingData
+
+    data = TrainingData(np.array([0, 1, 2]), docs=np.array([7, 7, 7, 8, 8]), queries=np.array([0, 1, 2, 0, 1]),
+                        ranks=np.array([0.0, 3.0, np.inf, 1.0, np.inf]))
+    s = TripleSampler(data, alpha=0.5, seed=1)
+    d, qp, qn = s.sample(2000)
+    assert len(d) > 500
+    for di, p, n in zip(d, qp, qn):
+        rank = {(7, 0): 0, (7, 1): 3, (8, 0): 1}
+        assert (di, p) in rank  # q+ always exposes d
+        assert (di, n) not in rank or rank[(di, n)] > rank[(di, p)]  # Case 1: q+ ranks d higher; Case 2: q- not exposing
+
+
+def test_heads_shapes_and_identity_start():
+    x = torch.randn(4, 16)
+    res, app = Head(16, "residual"), Head(16, "append")
+    assert res(x).shape == (4, 16) and app(x).shape == (4, 16 + 32)
+    assert torch.allclose(res(x), x * 4.0)  # zero-initialised output layer: scaled identity
+    with pytest.raises(DataError, match="architecture 'mlp'"):
+        Head(16, "mlp")
+
+
+def test_training_lowers_the_ranknet_loss(emap):
+    rng = np.random.default_rng(0)
+    q_emb = rng.standard_normal((4, 8)).astype(np.float32)
+    d_emb = rng.standard_normal((5, 8)).astype(np.float32)
+    q_emb /= np.linalg.norm(q_emb, axis=1, keepdims=True)
+    d_emb /= np.linalg.norm(d_emb, axis=1, keepdims=True)
+    cfg = TrainingConfig(n_dq=4, steps=300, batch_size=64, lr=1e-3, seed=0)
+    data = algorithm1(emap, q_emb, d_emb, cfg)
+    model, losses = train_exposure_model(data, q_emb, d_emb, cfg)
+    assert isinstance(model, ExposureModel)
+    assert np.mean(losses[-20:]) < np.mean(losses[:20])
+
+
+@pytest.mark.parametrize("field,value,message", [("steps", 0, "steps = 0"), ("alpha", 1.5, "alpha = 1.5"),
+                                                 ("arch", "mlp", "architecture 'mlp'"), ("n_dq", 0, "n_dq = 0")])
+def test_training_config_validation(field, value, message):
+    with pytest.raises(DataError, match=message):
+        TrainingConfig(**{field: value}).validate()

@@ -1,0 +1,104 @@
+"""EQI end to end on the tiny fixture collection: setup, methods, lookup, Table 2, figures, CLI."""
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from typer.testing import CliRunner
+
+from eqi_core.cli import app, main
+from eqi_core.collection import DataError
+from eqi_core.exposure.evaluate import evaluate_lists, patience_grid, prepare_exposure, run_table2, table2
+from eqi_core.exposure.learned import TrainingConfig
+from eqi_core.exposure.lookup import passage_exposure
+from eqi_core.exposure.relq import TABLE2_SPECS, relq_rbp
+from eqi_core.figures import exposure as figs
+from tests.conftest import TINY_BEIR
+
+FAST = TrainingConfig(n_dq=5, steps=30, batch_size=32, n_train_passages=8)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    store = ArtifactStore(tmp_path_factory.mktemp("exposure_store"))
+    return prepare_exposure(load_collection(f"beir:{TINY_BEIR}"), "minilm-l3-onnx", store, depth=3)
+
+
+def test_brute_force_list_is_ideal(setup):
+    docs = np.flatnonzero(setup.exposure.counts() > 0)
+    lists = {"Brute force": setup.brute_force(docs, 5), "dense": setup.dense_reverse().retrieve(setup.doc_emb[docs], 5)[0]}
+    per = evaluate_lists(setup.exposure, docs, lists, [relq_rbp(0.5, 0.9, 5)])
+    t = table2(per)
+    assert t.loc["Brute force"].iloc[0] == pytest.approx(1.0)
+    assert 0 <= t.loc["dense"].iloc[0] <= 1
+    grid = patience_grid(setup.exposure, docs, lists["dense"], 5, gammas=(0.5, 1.0))
+    assert grid.shape == (2, 2) and grid.notna().all().all()
+
+
+def test_table2_rows(setup):
+    res = run_table2(setup, n_test=3, n_dq=5, config=FAST)
+    assert list(res["table"].index) == ["Brute force", "BM25-reverse", "BM25-tuned", "dense-reverse (minilm-l3-onnx)",
+                                        "Append", "Residual"]
+    assert (res["table"].loc["Brute force"] == 1.0).all()
+    assert list(res["table"].columns) == [str(s.__class__(s.eqi_user, s.searcher, 5)) for s in TABLE2_SPECS]
+
+
+def test_lookup_by_id_and_pasted_text(setup):
+    methods = {"dense": setup.dense_reverse(), "bm25": setup.bm25_reverse()}
+    by_id = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
+    assert set(by_id.exact["query_id"]) == set(setup.exposure.exposing_frame("d1")["query_id"])
+    from eqi_core.rankers import build_ranker
+
+    ranker = build_ranker("minilm-l3-onnx", setup.collection, setup.store)
+    pasted = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5,
+                              text=setup.passage_text(setup.exposure.doc_index("d1")), ranker=ranker)
+    # the pasted copy competes with the original: same exposing queries, ranks at most one lower
+    merged = by_id.exact.merge(pasted.exact, on="query_id", suffixes=("_stored", "_pasted"))
+    assert len(merged) == len(by_id.exact) == len(pasted.exact)
+    assert ((merged["rank_pasted"] - merged["rank_stored"]).between(0, 1)).all()
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(text=""), "the passage is empty"),
+    (dict(text="x" * 1_000_001), "at most 100,000"),
+    (dict(doc_id="nope"), "passage id 'nope' is not in the collection"),
+    (dict(doc_id="d1", n_qd=0), r"n_q->d = 0"),
+    (dict(doc_id="d1", n_dq=0), r"n_d->q = 0"),
+])
+def test_bad_lookups(setup, kwargs, message):
+    args = {"n_qd": 3, "n_dq": 5, **kwargs}
+    with pytest.raises(DataError, match=message):
+        passage_exposure(setup, {"dense": setup.dense_reverse()}, [relq_rbp(0.5, 0.9, 5)], **args)
+
+
+def test_exposure_figures():
+    lists = {"A": pd.DataFrame({"position": [1, 2], "query_id": ["a", "b"], "query": ["a", "b"], "score": [1, 0.5],
+                                "rank": [1.0, np.nan]}),
+             "B": pd.DataFrame({"position": [1], "query_id": ["a"], "query": ["a"], "score": [1], "rank": [1.0]})}
+    fig = figs.exposure_bars(lists, 10, {"A": 0.5, "B": 0.7}, "RELQ")
+    assert isinstance(fig, go.Figure)
+    heights = [list(t.y) for t in fig.data if len(t.y)]
+    assert [10.0] in heights  # exposure = n_q->d - rho = 10 - 0
+    grid = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=[0.5, 1.0], columns=[0.5, 1.0])
+    assert len(figs.relq_heatmaps({"x": grid, "y": grid}).data) == 2
+    rs = pd.DataFrame({"method": ["Exact", "Exact"], "rank": [1, 2], "exposing_queries": [5, 0]})
+    assert list(figs.rank_size(rs).data[0].y) == [5]  # zeros cannot be drawn on a log axis
+
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("command", [["exposure"], ["train-exposure"], ["eval-exposure"], ["bench", "exposure"]])
+def test_exposure_commands_have_help(command):
+    assert runner.invoke(app, command + ["--help"]).exit_code == 0
+
+
+def test_exposure_cli_errors(monkeypatch, capsys):
+    for argv, message in ((["eqi", "exposure", "-c", f"beir:{TINY_BEIR}"], "give either a passage id or --text"),
+                          (["eqi", "exposure", "d1", "-c", f"beir:{TINY_BEIR}", "--gamma-qd", "0"], "expected a value in (0, 1]")):
+        monkeypatch.setattr("sys.argv", argv)
+        with pytest.raises(SystemExit) as exc:
+            main()
+        assert exc.value.code == 2 and message in capsys.readouterr().err

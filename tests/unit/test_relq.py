@@ -1,0 +1,64 @@
+"""RELQ (EQI paper eqs. 1-4) against hand-computed values."""
+import math
+
+import numpy as np
+import pytest
+
+from eqi_core.collection import DataError
+from eqi_core.exposure.relq import EXH, NDCG, RBP, RelqSpec, relq, relq_exh_ndcg, relq_rbp
+
+INF = math.inf
+IDEAL = [5, 0, 2]  # rho(d, sigma_q) of the three exposing queries, any order
+GOT = [2, INF, 0]  # retrieved list: the rho=2 query, a non-exposing query, the rho=0 query
+
+
+def test_rbp_rbp_by_hand():
+    # num = .5^0 * .5^2 + .5^1 * 0 + .5^2 * .5^0 = .5; den = 1 + .5 * .25 + .25 * .5^5 = 1.1328125
+    assert relq(GOT, IDEAL, relq_rbp(0.5, 0.5)) == pytest.approx(0.5 / 1.1328125)
+
+
+def test_rbp_asymmetric_patience_order():
+    # gamma_q->d = .5 (searcher), gamma_d->q = .9 (EQI user)
+    num = 1 * 0.25 + 0.9 ** 2 * 1
+    den = 1 * 1 + 0.9 * 0.25 + 0.81 * 0.5 ** 5
+    assert relq(GOT, IDEAL, relq_rbp(0.5, 0.9)) == pytest.approx(num / den)
+
+
+def test_patient_users_count_exposing_queries_found():
+    assert relq(GOT, IDEAL, relq_rbp(1.0, 1.0)) == pytest.approx(2 / 3)
+
+
+def test_exh_ndcg_by_hand():
+    num = 1 / math.log2(4) + 1 / math.log2(2)
+    den = 1 / math.log2(2) + 1 / math.log2(4) + 1 / math.log2(7)
+    assert relq(GOT, IDEAL, relq_exh_ndcg()) == pytest.approx(num / den)
+
+
+def test_cutoff_truncates_both_lists():
+    # first 2 retrieved: [2, inf]; ideal top 2: [0, 2] -> .25 / (1 + .5 * .25)
+    assert relq(GOT, IDEAL, relq_rbp(0.5, 0.5, cutoff=2)) == pytest.approx(0.25 / 1.125)
+
+
+def test_brute_force_is_one_and_nothing_found_is_zero():
+    for spec in (relq_rbp(0.5, 0.5), relq_rbp(0.3, 1.0), relq_exh_ndcg(), RelqSpec(NDCG, RBP(0.7))):
+        assert relq(sorted(IDEAL), IDEAL, spec) == pytest.approx(1.0)
+        assert relq([INF, INF], IDEAL, spec) == 0.0
+
+
+def test_no_exposing_query_is_nan():
+    assert math.isnan(relq([INF], [], relq_rbp(0.5, 0.9)))
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: RBP(0.0), r"expected a value in \(0, 1\]"),
+    (lambda: RBP(1.5), r"expected a value in \(0, 1\]"),
+    (lambda: relq(GOT, IDEAL, relq_rbp(0.5, 0.5, cutoff=0)), "expected a positive number"),
+])
+def test_bad_parameters(make, message):
+    with pytest.raises(DataError, match=message):
+        make()
+
+
+def test_spec_names():
+    assert str(relq_rbp(0.5, 0.9)) == "RELQ_RBP,RBP(0.5,0.9)" and str(relq_exh_ndcg()) == "RELQ_EXH,NDCG"
+    assert EXH.weights(np.array([0, 5, np.inf])).tolist() == [1.0, 1.0, 0.0]
