@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import DataError
 
 RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
 

@@ -90,7 +90,6 @@ def _get_exposure_setup(spec: str, ranker_id: str):
 def exposure_setup(spec: str, ranker_id: str):
     """The exact exposure map + embedding space for EQI; the first build shows its progress."""
     from eqi_core.exposure.evaluate import prepare_exposure
-    from eqi_core.exposure.reverse import query_embeddings  # noqa: F401 - same store keys as prepare_exposure
     from eqi_core.rankers.dense import embeddings_artifact
 
     collection = get_collection(spec)

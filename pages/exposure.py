@@ -1,6 +1,4 @@
 """Exposure page: which queries expose a passage, exactly and by each approximate EQI method."""
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from eqi_core.collection import DataError
@@ -10,7 +8,7 @@ from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
-from pages._common import COLLECTION_KEY, RANKER_KEY, current_collection, exposure_setup, get_collection, sidebar, with_progress
+from pages._common import COLLECTION_KEY, RANKER_KEY, current_collection, exposure_setup, sidebar, with_progress
 from eqi_core.rankers import build_ranker, ranker_info
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
@@ -92,7 +90,7 @@ if result.exact is not None:
     m1, m2, m3 = st.columns(3)
     m1.metric("Exposing queries (exact)", f"{len(result.exact):,}")
     m2.metric("Best rank reached", int(result.exact["rank"].min()) if len(result.exact) else "—")
-    m3.metric(f"Queries with it in the top 10", int((result.exact["rank"] <= 10).sum()))
+    m3.metric("Queries with it in the top 10", int((result.exact["rank"] <= 10).sum()))
 if result.relq is not None:
     st.dataframe(result.relq.style.format("{:.3f}"), width="stretch", key="exp_relq")
 

@@ -1,7 +1,5 @@
 """Exposure evaluation page: EQI methods on held-out passages (paper Table 2), RELQ over patience
 parameters, rank-size, retrievability, query traits, training size and an expanding query log."""
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from eqi_core.collection import DataError

@@ -1,5 +1,4 @@
 import pandas as pd
-import plotly.graph_objects as go
 import pytest
 
 from eqi_core.coverage.export import figure_html, tasc_latex
