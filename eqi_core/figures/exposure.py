@@ -42,7 +42,9 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
         fig.update_yaxes(title_text="n_q→d − ρ", range=[0, n_qd * 1.05], row=row, col=1)
     fig.update_xaxes(title_text="position in the exposure list ρ(q, ψ_d) + 1", row=len(names), col=1)
     fig.update_layout(barmode="overlay", bargap=0.1)
-    return style(fig, "Exposing queries found, by position (higher bar = passage shown higher)", height=220 + 170 * len(names))
+    fig = style(fig, "Exposing queries found, by position (higher bar = passage shown higher)", height=240 + 170 * len(names))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12 / max(1, len(names) - 0.5), x=0))
+    return fig
 
 
 def relq_heatmaps(grids: dict[str, pd.DataFrame]) -> go.Figure:
