@@ -138,8 +138,73 @@ def _restore(widget_key: str, default: str) -> str:
     return value
 
 
+# -- deep links --------------------------------------------------------------------------------
+# Every page's state lives in the URL: values arriving in the URL (a shared link, a curated
+# example) are applied to the widgets before they are drawn; after drawing, the URL is rewritten
+# from the widgets, so copying the address bar (or the "Copy link" box) reopens the same view.
+_WRITTEN = "_url_written"
+URL_NAMES = {COLLECTION_KEY: "collection", RANKER_KEY: "ranker"}
+
+
+def _incoming() -> dict[str, str]:
+    """URL parameters that did not come from our own last rewrite (new link or first load)."""
+    current = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    return {} if current == st.session_state.get(_WRITTEN) else current
+
+
+def url_state(spec: dict[str, tuple[str, type, object]]) -> None:
+    """Initialise widgets ``{widget_key: (url_name, cast, default)}`` from the URL, else their default."""
+    incoming = _incoming()
+    for key, (name, cast, default) in spec.items():
+        if name in incoming:
+            try:
+                value = cast(incoming[name])
+            except (TypeError, ValueError):
+                st.warning(f"Ignoring the link's {name}={incoming[name]!r}: not a valid value.")
+                value = default
+            st.session_state[key] = value
+        else:
+            st.session_state.setdefault(key, default)
+    st.session_state.setdefault("_url_spec", {}).update({k: (n, c) for k, (n, c, _) in spec.items()})
+
+
+def as_list(text: str) -> list[str]:
+    return [t for t in str(text).split(",") if t]
+
+
+def _url_value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def sync_url(spec: dict[str, tuple[str, type, object]] | None = None) -> dict[str, str]:
+    """Rewrite the URL from the sidebar and the page's widgets; returns the parameters."""
+    params = {name: _url_value(st.session_state[key]) for key, name in URL_NAMES.items() if key in st.session_state}
+    for key, (name, _cast, _default) in (spec or {}).items():
+        if key in st.session_state and st.session_state[key] not in (None, "", []):
+            params[name] = _url_value(st.session_state[key])
+    if {k: st.query_params.get(k) for k in st.query_params.keys()} != params:
+        st.query_params.from_dict(params)
+    st.session_state[_WRITTEN] = params
+    return params
+
+
+def copy_link(params: dict[str, str]) -> None:
+    """A box with this view's full address (its copy icon puts it on the clipboard)."""
+    from urllib.parse import urlencode
+
+    base = (st.context.url or "").split("?")[0]
+    with st.popover("Copy link", icon=":material/link:"):
+        st.caption("This address reopens exactly this view:")
+        st.code(f"{base}?{urlencode(params)}", language=None, wrap_lines=True)
+
+
 def sidebar() -> None:
     """Collection and ranker pickers; every page calls this first, so the choice follows the user."""
+    incoming = _incoming()
+    if "collection" in incoming:
+        st.session_state[_KEPT[COLLECTION_KEY]] = incoming["collection"]
+    if "ranker" in incoming and incoming["ranker"] in RANKERS:
+        st.session_state[_KEPT[RANKER_KEY]] = incoming["ranker"]
     options = discover_collections()
     specs = list(options.values())
     current = _restore(COLLECTION_KEY, "wordnet")

@@ -3,17 +3,37 @@ import streamlit as st
 
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
-from pages._common import current_collection, current_ranker, sidebar
+from pages._common import copy_link, current_collection, current_ranker, sidebar, sync_url, url_state
 
 sidebar()
 collection = current_collection()
 if collection is None:
     st.stop()
+URL = {"search_query": ("q", str, "bank" if collection.source.startswith("wordnet") else ""),
+       "search_k": ("k", int, 10)}
+url_state(URL)
 
-st.title(collection.name)
+head, link = st.columns([5, 1])
+head.title(collection.name)
 st.caption(f"source `{collection.source}` · fingerprint `{collection.fingerprint}`")
 for note in collection.notes:
     st.info(note, icon=":material/info:")
+
+if collection.source == "wordnet:20000":
+    with st.container(border=True):
+        st.markdown("**Start here: three questions this workbench answers**")
+        e1, e2, e3 = st.columns(3)
+        e1.page_link("pages/exposure.py", label="Who would be shown the river-bank sense of *bank*?",
+                     icon=":material/visibility:", query_params={"collection": "wordnet", "ranker": "minilm-l6",
+                                                                 "passage": "09213565-n", "ndq": "30"})
+        e1.caption("Exposing queries of one sense, exact and approximate (first visit: ~2 min to prepare).")
+        e2.page_link("pages/exposure_eval.py", label="Do learned exposure heads beat reverse retrieval?",
+                     icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
+        e2.caption("The EQI paper's Table 2 on held-out WordNet passages.")
+        e3.page_link("pages/coverage.py", label="Does a ranker solve queries the others miss?",
+                     icon=":material/compare_arrows:",
+                     query_params={"collection": "wordnet", "live": "bm25,minilm-l3-onnx,minilm-l6", "mode": "all-others"})
+        e3.caption("TaSC and per-query comparison of three live rankers.")
 
 stats = collection.stats()
 cols = st.columns(5)
@@ -26,10 +46,8 @@ cols[4].metric("Judgments / query", stats["mean_judgments_per_query"])
 st.subheader("Search")
 ranker = current_ranker()
 left, right = st.columns([4, 1])
-default_query = "bank" if collection.source.startswith("wordnet") else ""
-query = left.text_input("Query", value=default_query, key="search_query",
-                        placeholder="type a query; logged queries show judged grades")
-k = right.number_input("Results", min_value=1, max_value=100, value=10, key="search_k")
+query = left.text_input("Query", key="search_query", placeholder="type a query; logged queries show judged grades")
+k = right.number_input("Results", min_value=1, max_value=100, key="search_k")
 if ranker is not None and query.strip():
     judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))
     if judged.query_id is None:
@@ -75,3 +93,6 @@ with queries_tab:
     found = collection.find_queries(pattern)
     st.caption(f"showing {len(found):,} queries (at most 500)")
     st.dataframe(found, hide_index=True, width="stretch")
+
+with link:
+    copy_link(sync_url(URL))

@@ -14,8 +14,9 @@ from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, releas
 from eqi_core.coverage.tasc import MODES
 from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
+from eqi_core.reports import coverage_report
 from eqi_core.rankers import RANKERS
-from pages._common import COLLECTION_KEY, current_collection, live_run, sidebar
+from pages._common import COLLECTION_KEY, as_list, copy_link, current_collection, live_run, sidebar, sync_url, url_state
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
@@ -25,8 +26,13 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec = st.session_state[COLLECTION_KEY]
-
-st.title("Ranker coverage")
+beside = run_files_beside(collection)
+URL = {"cov_live": ("live", as_list, [] if beside else ["bm25", "minilm-l3-onnx"]),
+       "cov_measure": ("measure", str, "nDCG@10"), "cov_mode": ("mode", str, "chronological"),
+       "cov_query": ("query", str, None)}
+url_state(URL)
+head, link = st.columns([5, 1])
+head.title("Ranker coverage")
 st.caption("Do rankers improve on the same queries, or on different ones? Per-query metrics from ir_measures; "
            "TaSC (Arabzadeh et al., SIGIR 2023) weighs each query by how badly the reference rankers did on it.")
 
@@ -62,12 +68,11 @@ def digest(*parts) -> str:
 
 
 # -- inputs ----------------------------------------------------------------------------------
-beside = run_files_beside(collection)
 with st.container(border=True):
     st.markdown("**Rankings to compare**")
     c1, c2 = st.columns(2)
-    default_live = [] if beside else ["bm25", "minilm-l3-onnx"]
-    live_ids = c1.multiselect("Live rankers on this collection", list(RANKERS), default=default_live, key="cov_live",
+    st.session_state["cov_live"] = [r for r in st.session_state["cov_live"] if r in RANKERS]
+    live_ids = c1.multiselect("Live rankers on this collection", list(RANKERS), key="cov_live",
                               format_func=lambda r: RANKERS[r].name,
                               help="Each runs every query of the collection once (cached in the store).")
     chosen_files = c1.multiselect("Run files beside the collection", [str(p) for p in beside],
@@ -103,8 +108,12 @@ except DataError as exc:
     st.stop()
 
 c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
+if st.session_state["cov_measure"] not in MEASURES:
+    MEASURES.append(st.session_state["cov_measure"])
 measure = c1.selectbox("Per-query metric", MEASURES, key="cov_measure", accept_new_options=True,
                        help=f"Any ir_measures measure in [0, 1]: {MEASURE_EXAMPLES}")
+if st.session_state["cov_mode"] not in MODES:
+    st.session_state["cov_mode"] = MODES[0]
 mode = c2.radio("Reference rankers", MODES, key="cov_mode", horizontal=True,
                 help="chronological: those released before; all-others: every other ranker")
 names = list(runs)
@@ -168,6 +177,8 @@ with tab_unsolved:
 st.subheader("One query across rankers")
 texts = collection.query_text
 solved_only = {r: MetricMatrix(measure_name, values).solved_only_by(r) for r in names}
+if st.session_state.get("cov_query") not in set(values.index):
+    st.session_state["cov_query"] = values.index[0]
 qid = st.selectbox("Query", list(values.index), key="cov_query",
                    format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}")
 judgments = qrels[qrels["query_id"] == qid].set_index("doc_id")["relevance"].to_dict()
@@ -182,8 +193,21 @@ with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for al
                                "examples": [", ".join(f"{q} ({texts.get(q, '')[:30]})" for q in solved_only[r][:5]) for r in names]}),
                  hide_index=True, width="stretch")
 
+meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "qrels": qrels_key,
+        "rankings": ", ".join(names), "measure": measure_name, "mode": mode, "baseline": baseline if mode == "chronological" else "—",
+        "release dates": ", ".join(f"{r}={d}" for r, d in dates), "bootstrap": "1000 resamples of queries, 95% percentile"}
+report_figures = [figs.sorted_per_query(values, measure_name), *figs.tasc_figures(table, measure_name).values(),
+                  figs.solved_by_count(values)]
+st.download_button("Comparison report (HTML, opens offline)",
+                   coverage_report(table, values, measure_name, meta, report_figures, notes,
+                                   {r: list(solved_only[r]) for r in names}, texts),
+                   "coverage-report.html", "text/html", key="cov_report", type="primary")
+
 # -- statistics ------------------------------------------------------------------------------
 st.subheader("Paired significance tests")
 st.caption("A significant difference in means says nothing about which queries each ranker covers: read it next to TaSC.")
 correction = st.radio("Multiple-testing correction", CORRECTIONS, horizontal=True, key="cov_correction")
 st.dataframe(pairwise_tests(values, correction), hide_index=True, width="stretch", key="cov_tests")
+
+with link:
+    copy_link(sync_url(URL))

@@ -8,7 +8,9 @@ from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
-from pages._common import COLLECTION_KEY, RANKER_KEY, current_collection, exposure_setup, sidebar, with_progress
+from eqi_core.reports import exposure_report
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup, sidebar, sync_url,
+                           url_state, with_progress)
 from eqi_core.rankers import build_ranker, ranker_info
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
@@ -19,7 +21,11 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
-st.title("Exposure")
+URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100), "exp_ndq": ("ndq", int, 50),
+       "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9)}
+url_state(URL)
+head, link = st.columns([5, 1])
+head.title("Exposure")
 st.caption(f"Which logged queries put a passage in {ranker_info(ranker_id).name}'s top results, and how high? "
            "Exact answer by brute force over the whole query log; approximate answers by reverse retrieval "
            "and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).")
@@ -37,9 +43,11 @@ if source == "From the collection":
     pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="e.g. deposits")
     found = collection.find_passages(pattern, limit=200)
     options = list(found["doc_id"])
-    default = DEFAULT_PASSAGE.get(spec)
-    if default in set(collection.passages["doc_id"]) and default not in options:
-        options = [default] + options
+    wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
+    if wanted in set(collection.passages["doc_id"]) and wanted not in options:
+        options = [wanted] + options
+    if st.session_state.get("exp_doc") not in options:
+        st.session_state["exp_doc"] = options[0] if options else None
     texts = dict(zip(collection.passages["doc_id"], collection.passages["text"]))
     if not options:
         st.warning("No passage matches; change the filter.")
@@ -52,10 +60,12 @@ else:
 
 # -- parameters ----------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
-n_qd = c1.slider("n_q→d: results a searcher sees", 1, setup.depth, setup.depth, key="exp_nqd")
-n_dq = c2.slider("n_d→q: exposing queries listed", 5, 100, 50, step=5, key="exp_ndq")
-gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, 0.5, step=0.1, key="exp_gqd")
-gamma_dq = c4.slider("γ_d→q: auditor patience", 0.1, 1.0, 0.9, step=0.1, key="exp_gdq")
+n_qd = c1.slider("n_q→d: results a searcher sees", 1, setup.depth, key="exp_nqd")
+n_dq = c2.slider("n_d→q: exposing queries listed", 5, 100, step=5, key="exp_ndq")
+gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, step=0.1, key="exp_gqd")
+gamma_dq = c4.slider("γ_d→q: auditor patience", 0.1, 1.0, step=0.1, key="exp_gdq")
+with link:
+    copy_link(sync_url(URL))
 
 methods = {"BM25-reverse": setup.bm25_reverse(), setup.dense_reverse().name: setup.dense_reverse()}
 try:
@@ -113,10 +123,21 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
                   column_config={"rank": st.column_config.NumberColumn("rank", help="the passage's rank for this query; empty = not exposing")})
     col.download_button("CSV", result.lists[name].to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
 
+figures = [fig] if chosen and result.exact is not None else []
+retr = None
 if doc_id is not None:
     with st.expander("Retrievability: where this passage sits among all passages"):
         r = retrievability(setup.exposure, n_qd)
         doc = setup.exposure.doc_index(doc_id)
+        retr = {"r": int(r[doc]), "cutoff": n_qd, "share_below": position_in_lorenz(r, doc), "gini": gini(r)}
         st.caption(f"r(d) = {int(r[doc])} queries rank it within their top {n_qd}; "
                    f"{(r == 0).mean():.1%} of passages are never retrieved; Gini {gini(r):.3f}.")
-        st.plotly_chart(lorenz_curve(lorenz(r), gini(r), position_in_lorenz(r, doc), doc_id), config=PLOT_CONFIG, key="exp_lorenz")
+        lorenz_fig = lorenz_curve(lorenz(r), gini(r), position_in_lorenz(r, doc), doc_id)
+        st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
+        figures.append(lorenz_fig)
+
+meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "collection spec": spec,
+        "ranker": ranker_info(ranker_id).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,
+        "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq, "methods": ", ".join(names)}
+st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr),
+                   f"exposure-report-{doc_id or 'pasted'}.html", "text/html", key="exp_report", type="primary")

@@ -8,7 +8,8 @@ from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_gr
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_info
-from pages._common import COLLECTION_KEY, RANKER_KEY, current_collection, exposure_setup, sidebar, with_progress
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup, sidebar, sync_url,
+                           url_state, with_progress)
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 
@@ -17,7 +18,10 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
-st.title("Exposure evaluation")
+URL = {"ev_ntest": ("ntest", int, 500), "ev_ndq": ("ndq", int, 100), "ev_steps": ("steps", int, 2000)}
+url_state(URL)
+head, link = st.columns([5, 1])
+head.title("Exposure evaluation")
 st.caption(f"EQI methods against the exact exposure map of {ranker_info(ranker_id).name} on passages held out from "
            "training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high it shows the passage (searcher "
            "patience γ_q→d) and how high it is listed (auditor patience γ_d→q).")
@@ -28,9 +32,11 @@ except DataError as exc:
     st.stop()
 
 c1, c2, c3 = st.columns(3)
-n_test = c1.number_input("Held-out test passages", 50, 5000, 500, step=50, key="ev_ntest")
-n_dq = c2.number_input("n_d→q", 10, 200, 100, step=10, key="ev_ndq")
-steps = c3.number_input("Training steps (batches of 1,000 triples)", 100, 20000, 2000, step=100, key="ev_steps")
+n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_ntest")
+n_dq = c2.number_input("n_d→q", 10, 200, step=10, key="ev_ndq")
+steps = c3.number_input("Training steps (batches of 1,000 triples)", 100, 20000, step=100, key="ev_steps")
+with link:
+    copy_link(sync_url(URL))
 config = TrainingConfig(n_dq=int(n_dq), steps=int(steps))
 try:
     if not table2_available(setup, int(n_test), int(n_dq), config):

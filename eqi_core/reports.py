@@ -1,0 +1,86 @@
+"""Self-contained HTML audit reports: one file, plotly.js inlined once, no network needed to open it.
+
+Each report records what makes it reproducible: the collection and ranker fingerprints, the
+parameters, and the tool version.
+"""
+from __future__ import annotations
+
+import html
+import time
+from importlib.metadata import PackageNotFoundError, version
+
+import pandas as pd
+import plotly.graph_objects as go
+
+CSS = """
+body{font-family:Inter,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.7em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.9em;margin:.6em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
+th{background:#f4f4f4}.meta td:first-child{font-weight:600}blockquote{border-left:4px solid #4C78A8;margin:0;padding:.3em 1em;background:#f7f9fc}
+.note{color:#555;font-size:.9em}
+"""
+
+
+def tool_version() -> str:
+    try:
+        return version("eqi-workbench")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _table(frame: pd.DataFrame, index: bool = False, floatfmt: str = "{:.4f}") -> str:
+    return frame.to_html(index=index, border=0, float_format=lambda v: floatfmt.format(v), na_rep="—", escape=True)
+
+
+def _figures(figures: list[go.Figure]) -> list[str]:
+    return [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
+            for i, fig in enumerate(figures)]
+
+
+def _page(title: str, meta: dict, body: list[str]) -> str:
+    meta = {**meta, "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "tool": f"eqi-workbench {tool_version()}"}
+    rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in meta.items())
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<h2>How to reproduce</h2><table class='meta'>{rows}</table>{''.join(body)}</body></html>")
+
+
+def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability: dict | None = None) -> str:
+    """Audit report for one passage: exact and approximate exposing queries, RELQ, charts."""
+    body = [f"<h2>Passage</h2><blockquote>{html.escape(result.text)}</blockquote>"]
+    for note in result.notes:
+        body.append(f"<p class='note'>{html.escape(note)}</p>")
+    if result.exact is not None:
+        top10 = int((result.exact["rank"] <= 10).sum())
+        body.append(f"<p><b>{len(result.exact)}</b> logged queries show this passage in their top {result.n_qd}; "
+                    f"<b>{top10}</b> in their top 10.</p>")
+    if retrievability:
+        body.append("<p>" + html.escape(
+            f"Retrievability r(d) = {retrievability['r']} at cutoff {retrievability['cutoff']}; "
+            f"{retrievability['share_below']:.1%} of passages are less retrievable; Gini of the collection "
+            f"{retrievability['gini']:.3f}.") + "</p>")
+    if result.relq is not None:
+        body.append("<h2>RELQ of each approximate method</h2>" + _table(result.relq, index=True, floatfmt="{:.3f}"))
+    body.append("<h2>Figures</h2>" + "".join(_figures(figures)))
+    if result.exact is not None:
+        body.append("<h2>Exposing queries (exact, brute force)</h2>" + _table(result.exact))
+    for name, frame in result.lists.items():
+        body.append(f"<h2>{html.escape(name)}</h2>" + _table(frame[["position", "query_id", "query", "score", "rank"]]))
+    return _page("Exposure audit report", meta, body)
+
+
+def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, meta: dict, figures: list[go.Figure],
+                    notes: list[str], solved_only: dict[str, list[str]], query_text: dict[str, str]) -> str:
+    """Ranker comparison report: TaSC table, figures, unsolved and uniquely solved queries."""
+    unsolved = values.index[(values <= 0).all(axis=1)]
+    body = [f"<p>{len(values)} queries, per-query {html.escape(measure)}.</p>"]
+    body += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+    body.append("<h2>TaSC and mean metric</h2>" + _table(table))
+    body.append("<h2>Figures</h2>" + "".join(_figures(figures)))
+    body.append(f"<h2>Unsolved by every ranker ({len(unsolved)} queries)</h2>" + _table(
+        pd.DataFrame({"query_id": unsolved, "query": [query_text.get(q, "") for q in unsolved]})))
+    for ranker, queries in solved_only.items():
+        body.append(f"<h2>Solved only by {html.escape(ranker)} ({len(queries)} queries)</h2>" + _table(
+            pd.DataFrame({"query_id": queries, "query": [query_text.get(q, "") for q in queries],
+                          measure: [values.loc[q, ranker] for q in queries]})))
+    return _page("Ranker coverage report", meta, body)

@@ -1,0 +1,73 @@
+"""HTML audit reports: self-contained (plotly.js inlined once), escaped, reproducible."""
+from pathlib import Path
+
+import pytest
+
+from eqi_core.exposure.evaluate import prepare_exposure
+from eqi_core.exposure.lookup import passage_exposure
+from eqi_core.exposure.relq import relq_rbp
+from eqi_core.figures.exposure import exposure_bars
+from eqi_core.reports import coverage_report, exposure_report
+from tests.conftest import ROOT, TINY_BEIR
+
+REPORTS = ROOT / "tests" / "_artifacts"
+
+
+def tiny_passage_exposure(store_dir: Path):
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    setup = prepare_exposure(load_collection(f"beir:{TINY_BEIR}"), "minilm-l3-onnx", ArtifactStore(store_dir), depth=3)
+    methods = {"dense": setup.dense_reverse(), "bm25": setup.bm25_reverse()}
+    return passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
+
+
+def write_report(name: str, text: str) -> Path:
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    path = REPORTS / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def build_exposure_report(store_dir: Path) -> tuple[str, Path]:
+    """The report of passage d1 of the fixture collection, written to tests/_artifacts."""
+    result = tiny_passage_exposure(store_dir)
+    fig = exposure_bars(result.lists, 3, result.relq.iloc[:, 0].to_dict(), "RELQ")
+    page = exposure_report(result, {"collection fingerprint": "abc123", "n_q->d": 3}, [fig, fig],
+                           {"r": 3, "cutoff": 3, "share_below": 0.5, "gini": 0.3})
+    return page, write_report("exposure-report.html", page)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    return tiny_passage_exposure(tmp_path_factory.mktemp("report_store"))
+
+
+def test_exposure_report_is_self_contained(tmp_path):
+    page, _ = build_exposure_report(tmp_path)
+    assert page.count("<script type=\"text/javascript\">/**") <= 1  # plotly.js inlined once
+    assert "<script src=\"http" not in page  # nothing fetched from the network
+    assert "abc123" in page and "River bank. the sloping land" in page and "Exposing queries (exact" in page
+
+
+def test_report_escapes_text(result):
+    from dataclasses import replace
+
+    evil = replace(result, text="<script>alert(1)</script>")
+    page = exposure_report(evil, {}, [])
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+
+
+def test_coverage_report():
+    import pandas as pd
+
+    from eqi_core.coverage.tasc import tasc_table
+    from eqi_core.figures import coverage as figs
+
+    values = pd.DataFrame({"bm25": [1.0, 0.0, 0.0], "dense": [0.5, 1.0, 0.0]}, index=["q1", "q2", "q3"])
+    table, _ = tasc_table(values, "all-others", n_boot=100)
+    page = coverage_report(table, values, "RR@10", {"collection fingerprint": "f00"}, [figs.tasc_bars(table)], [],
+                           {"bm25": [], "dense": ["q2"]}, {"q2": "second query", "q3": "third"})
+    assert "Unsolved by every ranker (1 queries)" in page and "Solved only by dense (1 queries)" in page
+    assert "second query" in page and "f00" in page
+    write_report("coverage-report.html", page)
