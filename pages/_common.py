@@ -106,6 +106,20 @@ def exposure_setup(spec: str, ranker_id: str):
     return _get_exposure_setup(spec, ranker_id)
 
 
+def figure_downloads(fig, name: str, key: str) -> None:
+    """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked; self-contained HTML."""
+    from eqi_core.coverage.export import SLIDE_SCALE, figure_html
+
+    c1, c2, c3, _ = st.columns([1, 1, 1, 5])
+    size = {"width": 1000, "height": fig.layout.height or 420}
+    c1.download_button("PNG", lambda: fig.to_image(format="png", scale=SLIDE_SCALE, **size), f"{name}.png", "image/png",
+                       key=f"{key}_png", icon=":material/image:")
+    c2.download_button("SVG", lambda: fig.to_image(format="svg", **size), f"{name}.svg", "image/svg+xml",
+                       key=f"{key}_svg", icon=":material/draw:")
+    c3.download_button("HTML", lambda: figure_html(fig), f"{name}.html", "text/html", key=f"{key}_html",
+                       icon=":material/code:")
+
+
 def with_progress(label: str, work) -> None:
     """Public form of the live progress wrapper for page-level long work (training, evaluation)."""
     _with_progress(label, work)

@@ -7,7 +7,7 @@ import streamlit as st
 from eqi_core.collection import DataError
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
 from eqi_core.coverage.drilldown import side_by_side
-from eqi_core.coverage.export import figure_html, tasc_latex
+from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
 from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, release_date_for, run_files_beside
@@ -16,7 +16,8 @@ from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
 from eqi_core.reports import coverage_report
 from eqi_core.rankers import RANKERS
-from pages._common import COLLECTION_KEY, as_list, copy_link, current_collection, live_run, sidebar, sync_url, url_state
+from pages._common import (COLLECTION_KEY, as_list, copy_link, current_collection, figure_downloads, live_run, sidebar,
+                           sync_url, url_state)
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
@@ -156,7 +157,7 @@ tab_sorted, tab_pair, tab_tasc, tab_heat, tab_unsolved = st.tabs(
 with tab_sorted:
     fig = figs.sorted_per_query(values, measure_name)
     st.plotly_chart(fig, config=PLOT_CONFIG, key="fig_sorted")
-    st.download_button("Figure (HTML)", figure_html(fig), "per_query_sorted.html", "text/html", key="dl_fig_sorted")
+    figure_downloads(fig, "per_query_sorted", "dl_fig_sorted")
 with tab_pair:
     p1, p2 = st.columns(2)
     a = p1.selectbox("Ranker A", names, index=len(names) - 1, key="cov_pair_a")
@@ -165,6 +166,7 @@ with tab_pair:
 with tab_tasc:
     tfigs = figs.tasc_figures(table, measure_name)
     st.plotly_chart(tfigs["bars"], config=PLOT_CONFIG, key="fig_tasc_bars")
+    figure_downloads(tfigs["bars"], "tasc_bars", "dl_fig_tasc")
     b1, b2 = st.columns(2)
     b1.plotly_chart(tfigs["bubble_max"], config=PLOT_CONFIG, key="fig_bubble_max")
     b2.plotly_chart(tfigs["bubble_mean"], config=PLOT_CONFIG, key="fig_bubble_mean")

@@ -2,15 +2,14 @@
 import streamlit as st
 
 from eqi_core.collection import DataError
-from eqi_core.coverage.export import figure_html
 from eqi_core.exposure.audit import gini, lorenz, position_in_lorenz, retrievability
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.reports import exposure_report
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup, sidebar, sync_url,
-                           url_state, with_progress)
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup, figure_downloads,
+                           sidebar, sync_url, url_state, with_progress)
 from eqi_core.rankers import build_ranker, ranker_info
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
@@ -110,7 +109,7 @@ if chosen and result.exact is not None:
     relq_values = result.relq[str(main_spec)].to_dict() if result.relq is not None else None
     fig = exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec))
     st.plotly_chart(fig, config=PLOT_CONFIG, key="exp_bars")
-    st.download_button("Chart (HTML)", figure_html(fig), "exposure_bars.html", "text/html", key="exp_dl_fig")
+    figure_downloads(fig, "exposure_bars", "exp_fig")
 
 cols = st.columns(1 + len(names))
 if result.exact is not None:

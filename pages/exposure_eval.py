@@ -56,7 +56,8 @@ st.dataframe(res["table"].style.format("{:.3f}"), width="stretch", key="ev_table
 st.download_button("Table 2 (CSV)", res["table"].to_csv().encode(), "table2.csv", key="ev_dl_t2")
 st.caption(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']} (grid search on 300 training "
            "passages). One-tailed paired t-tests on RELQ_RBP,RBP(0.5,0.9) against dense-reverse:")
-st.dataframe(res["ttests"], hide_index=True, width="stretch", key="ev_ttests")
+st.dataframe(res["ttests"].style.format({"mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}),
+             hide_index=True, width="stretch", key="ev_ttests")
 
 lists, test = res["lists"], res["test_docs"]
 names = [n for n in lists if n != "Brute force"]

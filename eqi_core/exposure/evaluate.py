@@ -13,7 +13,7 @@ from scipy import stats
 from eqi_core.collection import Collection, DataError
 from eqi_core.exposure.exact import ExposureMap, compute_exposure_map
 from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
-from eqi_core.exposure.relq import TABLE2_SPECS, RelqSpec, relq, relq_rbp
+from eqi_core.exposure.relq import TABLE2_SPECS, RelqSpec, relq_batch, relq_rbp
 from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings, tune_bm25_reverse
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers import build_ranker, ranker_info
@@ -79,7 +79,7 @@ class ExposureSetup:
                 progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
         excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
         _, params = self.learned_params(config, excl)
-        params = {k: v for k, v in params.items() if k != "config"}  # train_or_load adds the config itself
+        params = {k: v for k, v in params.items() if k not in ("config", "version")}  # train_or_load adds both
         model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
         name = {"residual": "Residual", "append": "Append"}[config.arch]
         return LearnedEQI.from_model(model, self.query_emb, name), info
@@ -87,8 +87,10 @@ class ExposureSetup:
     def learned_params(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> tuple[str, dict]:
         from dataclasses import asdict
 
+        from eqi_core.exposure.learned import HEAD_VERSION
+
         excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
-        return "exposure-head", {**self.params(), "excluded": _digest(excl), "config": asdict(config)}
+        return "exposure-head", {**self.params(), "excluded": _digest(excl), "config": asdict(config), "version": HEAD_VERSION}
 
     def learned_available(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> bool:
         """Whether this head is already trained (in the store), without training it."""
@@ -123,15 +125,28 @@ def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStor
                          dense.doc_embeddings, q_emb, store, collection.passage_texts())
 
 
-def relq_per_passage(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
-    """RELQ of each passage's retrieved list (rows of query indices, -1 = empty slot)."""
-    out = np.empty(len(docs))
+def exposure_rank_matrices(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(retrieved ranks, ideal ranks): rho(d, sigma_q) for each listed query (inf = not exposing or
+    empty slot) and each passage's exposing ranks sorted ascending (inf-padded), as ``relq_batch`` wants."""
+    width = retrieved.shape[1] if retrieved.ndim == 2 else 0
+    got = np.full((len(docs), width), np.inf)
+    ideal_rows = []
     for i, d in enumerate(docs):
         lookup = exposure.rank_lookup(int(d))
-        row = retrieved[i][retrieved[i] >= 0]
-        got = [lookup.get(int(q), np.inf) for q in row]
-        out[i] = relq(got, list(lookup.values()), spec)
-    return out
+        row = retrieved[i]
+        got[i] = [lookup.get(int(q), np.inf) if q >= 0 else np.inf for q in row]
+        ideal_rows.append(np.sort(np.fromiter(lookup.values(), dtype=float, count=len(lookup))))
+    depth = max([width] + [len(r) for r in ideal_rows]) if ideal_rows else width
+    ideal = np.full((len(docs), depth), np.inf)
+    for i, r in enumerate(ideal_rows):
+        ideal[i, : len(r)] = r
+    return got, ideal
+
+
+def relq_per_passage(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
+    """RELQ of each passage's retrieved list (rows of query indices, -1 = empty slot)."""
+    got, ideal = exposure_rank_matrices(exposure, docs, retrieved)
+    return relq_batch(got, ideal, spec)
 
 
 def evaluate_lists(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray],
@@ -201,10 +216,11 @@ def run_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config
 def patience_grid(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, n_dq: int = 100,
                   gammas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)) -> pd.DataFrame:
     """Mean RELQ_{RBP,RBP} over a grid: rows gamma_q->d (searcher), columns gamma_d->q (EQI user)."""
+    got, ideal = exposure_rank_matrices(exposure, docs, retrieved)
     out = pd.DataFrame(index=pd.Index(gammas, name="gamma_qd"), columns=pd.Index(gammas, name="gamma_dq"), dtype=float)
     for g_qd in gammas:
         for g_dq in gammas:
-            out.loc[g_qd, g_dq] = float(np.nanmean(relq_per_passage(exposure, docs, retrieved, relq_rbp(g_qd, g_dq, n_dq))))
+            out.loc[g_qd, g_dq] = float(np.nanmean(relq_batch(got, ideal, relq_rbp(g_qd, g_dq, n_dq))))
     return out
 
 
@@ -265,7 +281,9 @@ def _learned_on_prefix(setup: ExposureSetup, train_queries: np.ndarray, base: Tr
 def table2_params(setup: ExposureSetup, n_test: int, n_dq: int, config: TrainingConfig, seed: int) -> dict:
     from dataclasses import asdict
 
-    return {**setup.params(), "n_test": n_test, "n_dq": n_dq, "seed": seed, "config": asdict(config)}
+    from eqi_core.exposure.learned import HEAD_VERSION
+
+    return {**setup.params(), "n_test": n_test, "n_dq": n_dq, "seed": seed, "config": asdict(config), "version": HEAD_VERSION}
 
 
 def table2_available(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config: TrainingConfig | None = None,

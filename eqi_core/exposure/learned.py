@@ -34,6 +34,7 @@ from eqi_core.rankers.dense import exact_topk
 from eqi_core.store import ArtifactStore
 
 ARCHITECTURES = ("residual", "append")
+HEAD_VERSION = 2  # part of every stored head's key: bump when the architecture or training changes
 
 
 def _block(n_in: int, n_out: int, dropout: float) -> list[nn.Module]:
@@ -92,7 +93,7 @@ class TrainingConfig:
     n_train_passages: int = 5000
     n_dq: int = 100  # n_d->q: nearest training queries labelled per training passage
     alpha: float = 0.5  # probability of a Case 1 triple
-    steps: int = 3000
+    steps: int = 2000
     batch_size: int = 1000
     lr: float = 1e-4
     dropout: float = 0.1
@@ -284,5 +285,5 @@ def train_or_load(store: ArtifactStore, params: dict, exposure: ExposureMap, que
                                         float(np.mean(losses[-100:])) if losses else None})
         return summary
 
-    art = store.get_or_build("exposure-head", {**params, "config": asdict(config)}, build)
+    art = store.get_or_build("exposure-head", {**params, "config": asdict(config), "version": HEAD_VERSION}, build)
     return load_model(art.path, query_emb.shape[1])

@@ -105,3 +105,19 @@ def relq(retrieved_doc_ranks: Sequence[float], exposing_doc_ranks: Iterable[floa
     num = float((spec.eqi_user.weights(positions[: len(got)]) * spec.searcher.weights(got)).sum())
     den = float((spec.eqi_user.weights(positions[: len(ideal)]) * spec.searcher.weights(ideal)).sum())
     return num / den if den > 0 else math.nan
+
+
+def relq_batch(retrieved: np.ndarray, ideal: np.ndarray, spec: RelqSpec) -> np.ndarray:
+    """``relq`` for many passages at once.
+
+    ``retrieved[p, i]``: rho(d_p, sigma_q) of the query at position i of passage p's list (np.inf
+    for non-exposing queries and empty slots); ``ideal[p]``: the exposing ranks of passage p sorted
+    ascending, padded with np.inf. Returns one RELQ per passage (NaN without exposing queries).
+    """
+    if spec.cutoff <= 0:
+        raise DataError(f"cutoff n_d->q = {spec.cutoff}: expected a positive number of queries")
+    got, best = retrieved[:, : spec.cutoff], ideal[:, : spec.cutoff]
+    num = (spec.eqi_user.weights(np.arange(got.shape[1], dtype=float))[None, :] * spec.searcher.weights(got)).sum(axis=1)
+    den = (spec.eqi_user.weights(np.arange(best.shape[1], dtype=float))[None, :] * spec.searcher.weights(best)).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)

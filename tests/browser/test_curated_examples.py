@@ -40,5 +40,7 @@ def test_example_exposure_evaluation(dashboard, page):
     # either the cached Table 2 (a warm store) or the button that computes it
     page.locator("text=/Table 2: mean RELQ|Run the evaluation/").first.wait_for(timeout=120_000)
     assert "ntest=1000" in page.url
+    if page.get_by_text("Table 2: mean RELQ", exact=False).count():
+        page.locator("svg.main-svg").first.wait_for(timeout=120_000)  # the patience heatmaps
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("exposure-evaluation.png")), full_page=True)

@@ -62,3 +62,18 @@ def test_bad_parameters(make, message):
 def test_spec_names():
     assert str(relq_rbp(0.5, 0.9)) == "RELQ_RBP,RBP(0.5,0.9)" and str(relq_exh_ndcg()) == "RELQ_EXH,NDCG"
     assert EXH.weights(np.array([0, 5, np.inf])).tolist() == [1.0, 1.0, 0.0]
+
+
+def test_batch_equals_single():
+    from eqi_core.exposure.relq import relq_batch
+
+    rng = np.random.default_rng(0)
+    got = np.where(rng.random((40, 12)) < 0.4, rng.integers(0, 20, (40, 12)).astype(float), np.inf)
+    ideal_lists = [np.sort(rng.integers(0, 20, rng.integers(0, 15)).astype(float)) for _ in range(40)]
+    ideal = np.full((40, 15), np.inf)
+    for i, r in enumerate(ideal_lists):
+        ideal[i, : len(r)] = r
+    for spec in (relq_rbp(0.5, 0.9, 10), relq_exh_ndcg(12), RelqSpec(NDCG, RBP(0.7), 5)):
+        batch = relq_batch(got, ideal, spec)
+        single = [relq(got[i], ideal_lists[i], spec) for i in range(40)]
+        np.testing.assert_allclose(batch, single, equal_nan=True)
