@@ -260,3 +260,33 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
         "speedup_over_brute_force_dense_reverse_p50": round(brute_seconds_full * 1000 / np.percentile(lat["dense-reverse"], 50)),
         **machine(),
     }
+
+
+def bench_memory(collection_spec: str = "wordnet:full", dense: bool = False, k: int = 100) -> dict:
+    """Peak RSS of each CLI command, each run in its own process (os.wait4 reports the child's peak)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    out_file = os.path.join(tempfile.mkdtemp(prefix="eqi-bench-"), "run.trec")
+    commands = [
+        ["collections", "inspect", collection_spec],
+        ["index", "-c", collection_spec, "-r", "bm25"],
+        ["search", "bank", "-c", collection_spec, "-r", "bm25"],
+        ["run", "-c", collection_spec, "-r", "bm25", "-k", str(k), "-o", out_file],
+    ]
+    if dense:
+        commands += [["index", "-c", collection_spec, "-r", "minilm-l6"],
+                     ["search", "bank", "-c", collection_spec, "-r", "minilm-l6"]]
+    rows = []
+    for args in commands:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", "from eqi_core.cli import main; main()", *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        rows.append({"command": "eqi " + " ".join(a if a != out_file else "<tmp>.trec" for a in args),
+                     "exit_code": os.waitstatus_to_exitcode(status), "seconds": round(time.perf_counter() - start, 1),
+                     "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)})
+    return {"benchmark": "memory", "collection": collection_spec, "commands": rows,
+            "note": "second runs reuse the artifact store, so 'index' then measures loading, 'run' the cached run"}

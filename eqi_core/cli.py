@@ -332,6 +332,18 @@ def bench_dense_cmd(
     _echo_json(bench_dense(load_collection(collection, store), store, n_queries=queries, k=k), output)
 
 
+@bench_app.command("memory")
+def bench_memory_cmd(
+    collection: str = typer.Option("wordnet:full", "--collection", "-c"),
+    dense: bool = typer.Option(False, "--dense", help="also index/search with MiniLM-L6 (encodes every passage)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """Peak RSS of each CLI command on a collection (default: the full WordNet), one process each."""
+    from eqi_core.bench import bench_memory
+
+    _echo_json(bench_memory(collection, dense), output)
+
+
 @bench_app.command("tasc")
 def bench_tasc_cmd(
     queries: int = typer.Option(7000, "--queries", min=10),

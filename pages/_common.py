@@ -10,6 +10,7 @@ import streamlit as st
 
 from eqi_core.collection import Collection, DataError
 from eqi_core.loaders import discover_collections, load_collection
+from eqi_core.loaders.registry import check_within_roots
 from eqi_core.rankers import (DEFAULT_RANKER, RANKERS, build_ranker, has_run, is_indexed, ranker_info,
                               run_all_queries)
 from eqi_core.runs import Run
@@ -216,7 +217,10 @@ def sidebar() -> None:
     """Collection and ranker pickers; every page calls this first, so the choice follows the user."""
     incoming = _incoming()
     if "collection" in incoming:
-        st.session_state[_KEPT[COLLECTION_KEY]] = incoming["collection"]
+        try:
+            st.session_state[_KEPT[COLLECTION_KEY]] = check_within_roots(incoming["collection"])
+        except DataError as exc:
+            st.warning(f"Ignoring the link's collection: {exc}")
     if "ranker" in incoming and incoming["ranker"] in RANKERS:
         st.session_state[_KEPT[RANKER_KEY]] = incoming["ranker"]
     options = discover_collections()

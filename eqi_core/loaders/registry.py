@@ -116,6 +116,19 @@ def data_roots() -> list[Path]:
     return [Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
+def check_within_roots(spec: str, roots: list[Path] | None = None) -> str:
+    """A spec from outside (a link, a form) may only name files under the data roots: resolved
+    paths (symlinks followed, ``..`` collapsed) must lie inside one of them. Returns the spec."""
+    parsed = parse_spec(spec)
+    if parsed.kind in ("wordnet", "irds"):
+        return spec
+    target = Path(parsed.location).expanduser().resolve()
+    allowed = roots if roots is not None else data_roots()
+    if not any(target == r or r in target.parents for r in allowed):
+        raise DataError(f"{parsed.location}: outside the configured data roots (EQI_DATA_ROOTS); refusing to read it")
+    return spec
+
+
 def discover_collections(roots: list[Path] | None = None) -> dict[str, str]:
     """label -> spec: the WordNet options plus BEIR/MS MARCO folders and zips one level under each root."""
     found = {

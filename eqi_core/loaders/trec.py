@@ -45,18 +45,19 @@ def read_qrels(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     text = read_text(path, data)
     first = next((l for l in text.split("\n") if l.strip()), "")
     header = first.lower().startswith(("query-id", "query_id", "qid"))
-    sample = [l for l in text.split("\n")[1 if header else 0:][:50] if l.strip()]
-    ncols = {len(l.split()) for l in sample}
-    if ncols == {4}:
-        names, what = ["query_id", "iteration", "doc_id", "relevance"], "qid iter docid relevance"
-    elif ncols == {3}:
-        names, what = ["query_id", "doc_id", "relevance"], "qid docid relevance"
-    elif not sample:
+    lines = text.split("\n")
+    first_data = next(((i, l) for i, l in enumerate(lines[1 if header else 0:], start=2 if header else 1) if l.strip()), None)
+    if first_data is None:
         raise DataError(f"{path}: the file has no judgments; expected 'qid iter docid rel' lines")
+    lineno, line = first_data
+    ncols = len(line.split())
+    if ncols == 4:
+        names, what = ["query_id", "iteration", "doc_id", "relevance"], "qid iter docid relevance"
+    elif ncols == 3:
+        names, what = ["query_id", "doc_id", "relevance"], "qid docid relevance"
     else:
-        raise DataError(
-            f"{path}: lines have {sorted(ncols)} fields; expected TREC qrels (4 fields) or TSV qrels (3)"
-        )
+        raise DataError(f"{path}: line {lineno}: found {ncols} fields; expected TREC qrels (qid iter docid rel) "
+                        "or TSV qrels (qid docid rel)")
     df = read_columns(
         path, names, what, data=data, header_first=first.split()[0] if header else None,
         numeric={"relevance": "int"},

@@ -1,0 +1,81 @@
+"""Store integrity under faults: a builder killed with SIGKILL, concurrent builder processes,
+corrupt artifacts (detected by checksum, rebuilt)."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from eqi_core.store import ArtifactStore
+
+BUILDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from eqi_core.store import ArtifactStore
+
+    root, mode, log = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+
+    def build(tmp):
+        with open(log, "a") as fh:
+            fh.write("build\\n")
+        (tmp / "part1.bin").write_bytes(b"x" * 1_000_000)
+        if mode == "hang":
+            print("building", flush=True)
+            time.sleep(60)  # killed here, half-written
+        time.sleep(0.5 if mode == "slow" else 0)
+        (tmp / "part2.bin").write_bytes(b"y" * 1000)
+
+    art = ArtifactStore(root).get_or_build("thing", {"p": 1}, build)
+    print("done", art.key, flush=True)
+""")
+
+
+def run_builder(tmp_path: Path, mode: str) -> subprocess.Popen:
+    script = tmp_path / "builder.py"
+    script.write_text(BUILDER)
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path / "store"), mode, str(tmp_path / "builds.log")],
+                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+
+
+def test_sigkill_mid_build_leaves_a_usable_store(tmp_path):
+    proc = run_builder(tmp_path, "hang")
+    assert proc.stdout.readline().strip() == "building"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    store = ArtifactStore(tmp_path / "store")
+    assert store.load("thing", {"p": 1}) is None  # nothing half-written is visible
+    stale = list((tmp_path / "store" / "thing").glob(".*.tmp"))
+    assert stale  # the killed builder's temporary folder is still there...
+    for s in stale:  # ...old enough to be swept by the next builder
+        os.utime(s, (time.time() - 60, time.time() - 60))
+    done = run_builder(tmp_path, "fast")
+    assert done.stdout.readline().startswith("done")
+    done.wait(30)
+    art = store.load("thing", {"p": 1})
+    assert art is not None and art.file("part2.bin").read_bytes() == b"y" * 1000
+    assert not list((tmp_path / "store" / "thing").glob(".*.tmp"))  # repaired
+
+
+def test_concurrent_builder_processes_build_once(tmp_path):
+    procs = [run_builder(tmp_path, "slow") for _ in range(3)]
+    outputs = [p.communicate(timeout=60)[0] for p in procs]
+    assert all(o.startswith("done") for o in outputs)
+    assert len({o.split()[1] for o in outputs}) == 1
+    assert (tmp_path / "builds.log").read_text().count("build") == 1
+
+
+def test_corrupt_file_detected_and_rebuilt_across_processes(tmp_path):
+    first = run_builder(tmp_path, "fast")
+    first.communicate(timeout=60)
+    store = ArtifactStore(tmp_path / "store")
+    art = store.load("thing", {"p": 1})
+    with open(art.file("part1.bin"), "r+b") as fh:  # flip one byte: same size, wrong checksum
+        fh.seek(500)
+        fh.write(b"z")
+    assert store.load("thing", {"p": 1}) is None
+    again = run_builder(tmp_path, "fast")
+    assert again.communicate(timeout=60)[0].startswith("done")
+    assert (tmp_path / "builds.log").read_text().count("build") == 2
+    assert store.load("thing", {"p": 1}) is not None
