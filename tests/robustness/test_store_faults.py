@@ -79,3 +79,51 @@ def test_corrupt_file_detected_and_rebuilt_across_processes(tmp_path):
     assert again.communicate(timeout=60)[0].startswith("done")
     assert (tmp_path / "builds.log").read_text().count("build") == 2
     assert store.load("thing", {"p": 1}) is not None
+
+
+def test_sigkill_during_real_indexing_then_repair(tmp_path):
+    """Kill `eqi index` while it encodes the default collection; the next run repairs and completes."""
+    import os as _os
+
+    env = {**_os.environ, "EQI_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-c", "from eqi_core.cli import main; main()", "index", "-c", "wordnet:2000", "-r", "minilm-l3-onnx"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    emb_dir = tmp_path / "home" / "embeddings"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (emb_dir.exists() and list(emb_dir.glob(".*.tmp"))):
+        time.sleep(0.05)  # wait until encoding has started writing into its temporary folder
+    assert proc.poll() is None, "indexing finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    store = ArtifactStore(tmp_path / "home")
+    assert store.list("embeddings") == []  # no half-written embeddings are visible
+    for stale in emb_dir.glob(".*.tmp"):
+        os.utime(stale, (time.time() - 60, time.time() - 60))
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert len(store.list("embeddings")) == 1 and not list(emb_dir.glob(".*.tmp"))
+
+
+def test_sigkill_during_training_then_repair(tmp_path):
+    """Kill `eqi train-exposure` mid-training; no head is visible; the next run trains and stores it."""
+    from tests.conftest import TINY_BEIR
+
+    env = {**os.environ, "EQI_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    base = [sys.executable, "-c", "from eqi_core.cli import main; main()", "train-exposure", "-c", f"beir:{TINY_BEIR}",
+            "-r", "minilm-l3-onnx", "--train-passages", "4"]
+    proc = subprocess.Popen(base + ["--steps", "200000"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    heads = tmp_path / "home" / "exposure-head"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (heads.exists() and list(heads.glob(".*.tmp"))):
+        time.sleep(0.05)
+    time.sleep(1.0)  # inside the training loop
+    assert proc.poll() is None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    store = ArtifactStore(tmp_path / "home")
+    assert store.list("exposure-head") == []
+    for stale in heads.glob(".*.tmp"):
+        os.utime(stale, (time.time() - 60, time.time() - 60))
+    done = subprocess.run(base + ["--steps", "50"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert len(store.list("exposure-head")) == 1 and not list(heads.glob(".*.tmp"))
