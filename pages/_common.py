@@ -213,6 +213,24 @@ def copy_link(params: dict[str, str]) -> None:
         st.code(f"{base}?{urlencode(params)}", language=None, wrap_lines=True)
 
 
+def page_header(title: str, caption: str, url_spec: dict):
+    """Title, caption and URL state of a page; returns the column that holds its Copy-link box."""
+    url_state(url_spec)
+    head, link = st.columns([5, 1])
+    head.title(title)
+    st.caption(caption)
+    return link
+
+
+def exposure_setup_or_stop(spec: str, ranker_id: str):
+    """The EQI setup for the sidebar's choice, or a clear error and the end of the page."""
+    try:
+        return exposure_setup(spec, ranker_id)
+    except DataError as exc:
+        st.error(str(exc))
+        st.stop()
+
+
 def sidebar() -> None:
     """Collection and ranker pickers; every page calls this first, so the choice follows the user."""
     incoming = _incoming()

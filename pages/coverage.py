@@ -16,8 +16,8 @@ from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
 from eqi_core.reports import coverage_report
 from eqi_core.rankers import RANKERS
-from pages._common import (COLLECTION_KEY, as_list, copy_link, current_collection, figure_downloads, live_run, sidebar,
-                           sync_url, url_state)
+from pages._common import (COLLECTION_KEY, as_list, copy_link, current_collection, figure_downloads, live_run,
+                           page_header, sidebar, sync_url)
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
@@ -31,11 +31,9 @@ beside = run_files_beside(collection)
 URL = {"cov_live": ("live", as_list, [] if beside else ["bm25", "minilm-l3-onnx"]),
        "cov_measure": ("measure", str, "nDCG@10"), "cov_mode": ("mode", str, "chronological"),
        "cov_query": ("query", str, None)}
-url_state(URL)
-head, link = st.columns([5, 1])
-head.title("Ranker coverage")
-st.caption("Do rankers improve on the same queries, or on different ones? Per-query metrics from ir_measures; "
-           "TaSC (Arabzadeh et al., SIGIR 2023) weighs each query by how badly the reference rankers did on it.")
+link = page_header("Ranker coverage", "Do rankers improve on the same queries, or on different ones? Per-query metrics "
+                   "from ir_measures; TaSC (Arabzadeh et al., SIGIR 2023) weighs each query by how badly the reference "
+                   "rankers did on it.", URL)
 
 
 @st.cache_resource(show_spinner="Reading run files...", max_entries=8)

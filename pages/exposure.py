@@ -8,8 +8,8 @@ from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.reports import exposure_report
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup, figure_downloads,
-                           sidebar, sync_url, url_state, with_progress)
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup_or_stop,
+                           figure_downloads, page_header, sidebar, sync_url, with_progress)
 from eqi_core.rankers import build_ranker, ranker_info
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
@@ -22,17 +22,10 @@ if collection is None:
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100), "exp_ndq": ("ndq", int, 50),
        "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9)}
-url_state(URL)
-head, link = st.columns([5, 1])
-head.title("Exposure")
-st.caption(f"Which logged queries put a passage in {ranker_info(ranker_id).name}'s top results, and how high? "
-           "Exact answer by brute force over the whole query log; approximate answers by reverse retrieval "
-           "and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).")
-try:
-    setup = exposure_setup(spec, ranker_id)
-except DataError as exc:
-    st.error(str(exc))
-    st.stop()
+link = page_header("Exposure", f"Which logged queries put a passage in {ranker_info(ranker_id).name}'s top results, "
+                   "and how high? Exact answer by brute force over the whole query log; approximate answers by reverse "
+                   "retrieval and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).", URL)
+setup = exposure_setup_or_stop(spec, ranker_id)
 
 # -- the passage -------------------------------------------------------------------------------
 source = st.radio("Passage", ["From the collection", "Paste a new passage"], horizontal=True, key="exp_source")

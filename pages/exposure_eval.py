@@ -8,8 +8,8 @@ from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_gr
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_info
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup, sidebar, sync_url,
-                           url_state, with_progress)
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup_or_stop,
+                           page_header, sidebar, sync_url, with_progress)
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 
@@ -19,17 +19,10 @@ if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"ev_ntest": ("ntest", int, 500), "ev_ndq": ("ndq", int, 100), "ev_steps": ("steps", int, 2000)}
-url_state(URL)
-head, link = st.columns([5, 1])
-head.title("Exposure evaluation")
-st.caption(f"EQI methods against the exact exposure map of {ranker_info(ranker_id).name} on passages held out from "
-           "training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high it shows the passage (searcher "
-           "patience γ_q→d) and how high it is listed (auditor patience γ_d→q).")
-try:
-    setup = exposure_setup(spec, ranker_id)
-except DataError as exc:
-    st.error(str(exc))
-    st.stop()
+link = page_header("Exposure evaluation", f"EQI methods against the exact exposure map of {ranker_info(ranker_id).name} "
+                   "on passages held out from training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high "
+                   "it shows the passage (searcher patience γ_q→d) and how high it is listed (auditor patience γ_d→q).", URL)
+setup = exposure_setup_or_stop(spec, ranker_id)
 
 c1, c2, c3 = st.columns(3)
 n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_ntest")

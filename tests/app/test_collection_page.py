@@ -1,18 +1,7 @@
 """AppTest of the shell (navigation + shared sidebar) and the Collection page."""
-from pathlib import Path
-
-import pytest
-from streamlit.testing.v1 import AppTest
-
-from tests.conftest import FIXTURES, TINY_BEIR
-
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-@pytest.fixture
-def app(monkeypatch):
-    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
-    return AppTest.from_file(APP, default_timeout=240)
+from tests.conftest import TINY_BEIR
 
 
 def test_default_wordnet_search_for_bank_shows_graded_senses(app):

@@ -1,6 +1,5 @@
 """Paths that arrive from outside (deep links) stay inside EQI_DATA_ROOTS; no pickles are loaded."""
 import subprocess
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest

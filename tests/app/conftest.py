@@ -1,0 +1,15 @@
+"""AppTest fixtures: the app with the fixture collections as data roots."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import FIXTURES
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def app(monkeypatch):
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
+    return AppTest.from_file(APP, default_timeout=600)
