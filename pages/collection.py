@@ -23,14 +23,14 @@ if collection.source == "wordnet:20000":
     with st.container(border=True):
         st.markdown("**Start here: three questions this workbench answers**")
         e1, e2, e3 = st.columns(3)
-        e1.page_link("pages/exposure.py", label="Who would be shown the river-bank sense of *bank*?",
+        e1.page_link("pages/exposure.py", label="Who sees the river-bank sense of *bank*?",
                      icon=":material/visibility:", query_params={"collection": "wordnet", "ranker": "minilm-l6",
                                                                  "passage": "09213565-n", "ndq": "30"})
         e1.caption("Exposing queries of one sense, exact and approximate (first visit: ~2 min to prepare).")
-        e2.page_link("pages/exposure_eval.py", label="Do learned exposure heads beat reverse retrieval?",
+        e2.page_link("pages/exposure_eval.py", label="Do learned heads beat reverse retrieval?",
                      icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
         e2.caption("The EQI paper's Table 2 on held-out WordNet passages.")
-        e3.page_link("pages/coverage.py", label="Does a ranker solve queries the others miss?",
+        e3.page_link("pages/coverage.py", label="Which ranker solves what others miss?",
                      icon=":material/compare_arrows:",
                      query_params={"collection": "wordnet", "live": "bm25,minilm-l3-onnx,minilm-l6", "mode": "all-others"})
         e3.caption("TaSC and per-query comparison of three live rankers.")

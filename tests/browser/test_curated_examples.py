@@ -14,7 +14,7 @@ def open_home(page, dashboard):
 
 def test_example_who_exposes_river_bank(dashboard, page):
     open_home(page, dashboard)
-    page.get_by_text("Who would be shown the river-bank sense", exact=False).first.click()
+    page.get_by_text("Who sees the river-bank sense", exact=False).first.click()
     page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=420_000)
     assert page.get_by_text("sloping land (especially the slope beside a body of water)", exact=False).first.is_visible()
     assert "passage=09213565-n" in page.url and "ranker=minilm-l6" in page.url
@@ -35,7 +35,7 @@ def test_example_ranker_coverage_by_deep_link(dashboard, page):
 
 def test_example_exposure_evaluation(dashboard, page):
     open_home(page, dashboard)
-    page.get_by_text("Do learned exposure heads beat reverse retrieval", exact=False).first.click()
+    page.get_by_text("Do learned heads beat reverse retrieval", exact=False).first.click()
     page.get_by_role("heading", name="Exposure evaluation").first.wait_for(timeout=420_000)
     # either the cached Table 2 (a warm store) or the button that computes it
     page.locator("text=/Table 2: mean RELQ|Run the evaluation/").first.wait_for(timeout=120_000)
