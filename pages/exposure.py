@@ -8,9 +8,9 @@ from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.reports import exposure_report
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup_or_stop,
-                           figure_downloads, page_header, sidebar, sync_url, with_progress)
-from eqi_core.rankers import build_ranker, ranker_info
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, current_ranker,
+                           exposure_setup_or_stop, figure_downloads, page_header, sidebar, sync_url, with_progress)
+from eqi_core.rankers import ranker_info
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
@@ -78,7 +78,7 @@ if source == "Paste a new passage" and not (text or "").strip():
     st.stop()
 main_spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
 try:
-    ranker = build_ranker(ranker_id, collection, setup.store) if doc_id is None else None
+    ranker = current_ranker() if doc_id is None else None  # cached across reruns and sessions
     result = passage_exposure(setup, methods, [main_spec, relq_rbp(1.0, 1.0, n_dq), relq_exh_ndcg(n_dq)], n_qd, n_dq,
                               doc_id=doc_id, text=text, ranker=ranker)
 except DataError as exc:
