@@ -11,7 +11,7 @@ def test_search_bank_in_real_browser(dashboard, page):
     results = page.get_by_text("judged passages in the top", exact=False).first
     results.wait_for(timeout=180_000)
     assert "Logged query bank" in results.inner_text()
-    assert page.get_by_role("heading", name="WordNet 3.0").first.is_visible()
+    page.get_by_role("heading", name="WordNet 3.0").first.wait_for(timeout=120_000)
 
     box = page.get_by_label("Query")
     box.fill("interest")

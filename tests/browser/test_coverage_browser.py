@@ -22,7 +22,7 @@ def test_coverage_page_on_dl19(dashboard, page):
     heading = page.get_by_role("heading", name="TaSC (chronological)", exact=False).first
     heading.wait_for(timeout=120_000)
     assert "over 43 queries" in heading.inner_text()
-    assert page.get_by_text("tied score groups", exact=False).first.is_visible()
+    page.get_by_text("tied score groups", exact=False).first.wait_for(timeout=120_000)
     page.get_by_role("tab", name="TaSC").click()
     page.wait_for_timeout(2000)
     path = screenshot_path("coverage.png")

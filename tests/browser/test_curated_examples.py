@@ -16,7 +16,7 @@ def test_example_who_exposes_river_bank(dashboard, page):
     open_home(page, dashboard)
     page.get_by_text("Who sees the river-bank sense", exact=False).first.click()
     page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=420_000)
-    assert page.get_by_text("sloping land (especially the slope beside a body of water)", exact=False).first.is_visible()
+    page.get_by_text("sloping land (especially the slope beside a body of water)", exact=False).first.wait_for(timeout=120_000)
     assert "passage=09213565-n" in page.url and "ranker=minilm-l6" in page.url
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("example-exposure.png")), full_page=True)

@@ -12,8 +12,8 @@ def test_exposure_page_shows_exposing_queries(dashboard, page):
     page.get_by_role("link", name="Exposure", exact=True).click()
     metric = page.get_by_text("Exposing queries (exact)", exact=False).first
     metric.wait_for(timeout=300_000)
-    assert page.get_by_text("Exact (brute force)", exact=False).first.is_visible()
-    assert page.get_by_text("a financial institution that accepts deposits", exact=False).first.is_visible()
+    page.get_by_text("Exact (brute force)", exact=False).first.wait_for(timeout=120_000)
+    page.get_by_text("a financial institution that accepts deposits", exact=False).first.wait_for(timeout=120_000)
     page.wait_for_timeout(2000)
     path = screenshot_path("exposure.png")
     page.screenshot(path=str(path), full_page=True)
