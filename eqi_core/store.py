@@ -165,10 +165,22 @@ class ArtifactStore:
                 }
                 _write_json_atomic(tmp / MANIFEST, manifest)
                 os.replace(tmp, final)
+                self._journal(kind, key, manifest["build_seconds"])
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
         return self._read(kind, key, final, verify=False)
+
+    def _journal(self, kind: str, key: str, seconds: float) -> None:
+        """One line per completed build in ``builds.jsonl``: what was built, when, by which process."""
+        line = json.dumps({"kind": kind, "key": key, "pid": os.getpid(), "seconds": seconds,
+                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        with open(self.root / "builds.jsonl", "a") as fh:  # a single short append: atomic on POSIX
+            fh.write(line + "\n")
+
+    def builds(self) -> list[dict]:
+        path = self.root / "builds.jsonl"
+        return [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
 
     @staticmethod
     def _sweep_temporaries(parent: Path) -> None:

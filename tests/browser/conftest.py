@@ -1,6 +1,7 @@
 """A real dashboard server (streamlit run) and Debian's chromium driven by Playwright."""
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -32,13 +33,21 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def dashboard(session_store_home):
-    """Start ``streamlit run app.py`` on a free loopback port; yield its URL; stop it."""
+    """A dashboard on the session's artifact store for all browser tests."""
+    with start_dashboard(session_store_home) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def start_dashboard(home: Path):
+    """Start ``streamlit run app.py`` on a free loopback port with EQI_HOME=home; yield its URL; stop it."""
+    home.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    env = {**os.environ, "EQI_HOME": str(session_store_home), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "EQI_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     shared = ROOT.parent / "shared" / "data"
     if shared.is_dir():  # the real collections appear in the sidebar, as for a user with EQI_DATA_ROOTS set
         env["EQI_DATA_ROOTS"] = str(shared)
-    log = open(session_store_home / "streamlit.log", "w")
+    log = open(home / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
@@ -53,17 +62,19 @@ def dashboard(session_store_home):
         except OSError:
             time.sleep(0.5)
         if proc.poll() is not None:
-            pytest.fail(f"streamlit exited early: {(session_store_home / 'streamlit.log').read_text()[-2000:]}")
+            pytest.fail(f"streamlit exited early: {(home / 'streamlit.log').read_text()[-2000:]}")
     else:
         proc.kill()
         pytest.fail("streamlit did not become healthy in 120 s")
-    yield url
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
 @pytest.fixture(scope="session")

@@ -98,3 +98,11 @@ def test_stale_temporary_of_killed_builder_is_swept(store):
     os.utime(stale, (old, old))
     store.get_or_build("thing", {"p": 6}, write_file())
     assert not stale.exists()
+
+
+def test_build_journal_records_each_build_once(store):
+    store.get_or_build("thing", {"p": 7}, write_file())
+    store.get_or_build("thing", {"p": 7}, write_file())
+    store.get_or_build("thing", {"p": 8}, write_file())
+    builds = store.builds()
+    assert [b["kind"] for b in builds] == ["thing", "thing"] and builds[0]["pid"] == os.getpid()
