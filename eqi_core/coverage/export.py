@@ -25,7 +25,7 @@ def tasc_latex(table: pd.DataFrame, measure: str, caption: str | None = None) ->
     })
     body = out.to_latex(index=False, escape=False, column_format="llrrr")
     caption = caption or f"Mean {measure} and TaSC (max, mean) per ranker."
-    return "\\begin{table}\n\\centering\n" + body.replace("\\toprule", "\\toprule", 1) + f"\\caption{{{caption}}}\n\\end{{table}}\n"
+    return "\\begin{table}\n\\centering\n" + body + f"\\caption{{{caption}}}\n\\end{{table}}\n"
 
 
 def figure_html(fig: go.Figure) -> str:
