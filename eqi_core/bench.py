@@ -2,6 +2,7 @@
 run, on the same inputs, and returns a JSON-ready dict (speed targets live here, not in tests)."""
 from __future__ import annotations
 
+import math
 import platform
 import resource
 import time
@@ -292,3 +293,106 @@ def bench_memory(collection_spec: str = "wordnet:full", dense: bool = False, k: 
                      "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)})
     return {"benchmark": "memory", "collection": collection_spec, "commands": rows,
             "note": "second runs reuse the artifact store, so 'index' then measures loading, 'run' the cached run"}
+
+
+def bench_decoder(space, heldout_query_ids: list[str], n_queries: int = 20, n_traversals: int = 3, steps: int = 10,
+                  seed: int = 0) -> dict:
+    """Per-query decode latency: neural beam search alone (the baseline) vs. with guided correction;
+    and a full K = 10 traversal (11 guided decodes + ranking). Targets: p50 <= 1 s, traversal <= 15 s."""
+    from eqi_core.decoder.evaluate import eval_queries
+    from eqi_core.decoder.traversal import traverse
+
+    rng = np.random.default_rng(seed)
+    pool = sorted(heldout_query_ids)
+    picked = [pool[i] for i in rng.permutation(len(pool))[:n_queries]]
+    texts = dict(zip(space.collection.queries["query_id"], space.collection.queries["text"]))
+    emb = space.encode([texts[q] for q in picked])
+    space.decoder("neural+guided").decode(emb[:1], n=1)  # warm caches (first encode, neighbourhood)
+    timings = {}
+    for name in ("neural", "neural+guided"):
+        dec, lat = space.decoder(name), []
+        for e in emb:
+            t = time.perf_counter()
+            dec.decode(e[None], n=1)
+            lat.append(time.perf_counter() - t)
+        timings[name] = lat
+    trav_s = []
+    for qid, text, gold in eval_queries(space, picked)[:n_traversals]:
+        t = time.perf_counter()
+        traverse(space, text, gold, steps, decoder="neural+guided", query_id=qid)
+        trav_s.append(time.perf_counter() - t)
+    p50 = {k: float(np.median(v)) for k, v in timings.items()}
+    return {
+        "benchmark": "decoder", "collection": space.collection.name, "encoder": space.encoder.id,
+        "queries": len(emb), "baseline": "neural beam search alone (beam 8)",
+        "decode_p50_s": {k: round(v, 4) for k, v in p50.items()},
+        "decode_p90_s": {k: round(float(np.percentile(v, 90)), 4) for k, v in timings.items()},
+        "guided_over_neural": round(p50["neural+guided"] / p50["neural"], 2),
+        "traversal_k": steps, "traversal_s": [round(t, 2) for t in trav_s],
+        "traversal_median_s": round(float(np.median(trav_s)), 2) if trav_s else None,
+        "targets": {"decode_p50_s": 1.0, "traversal_s": 15.0},
+        "met": {"decode_p50": p50["neural+guided"] <= 1.0, "traversal": bool(trav_s) and float(np.median(trav_s)) <= 15.0},
+        **machine(),
+    }
+
+
+def cost_model(n_queries: int, n_passages: int, dim: int, workers: int, gflops_per_worker: float, k: int = 100,
+               query_shard: int = 2048, passage_shards: int = 1) -> dict:
+    """Flops, bytes moved and expected wall time of a dense exact exposure map on ``workers`` workers.
+
+    flops = 2 n m dim; each query-shard task reads its queries (shard x dim x 4 B) and its passage
+    slice (m / P x dim x 4 B; from the page cache after the first read on a machine) and writes
+    k x (4 + 4 + 4) B per query (index, query, score); the merge reads P of those per query shard."""
+    flops = 2.0 * n_queries * n_passages * dim
+    shards = math.ceil(n_queries / query_shard)
+    passage_bytes = n_passages * dim * 4
+    moved = n_queries * dim * 4 + shards * passage_bytes + n_queries * k * 12 * passage_shards
+    return {"queries": n_queries, "passages": n_passages, "dim": dim, "workers": workers, "flops": flops,
+            "bytes_moved": moved, "passage_bytes_per_task": passage_bytes // passage_shards,
+            "expected_seconds": round(flops / (workers * gflops_per_worker * 1e9), 1)}
+
+
+def bench_exposure_dask(collection: Collection, store: ArtifactStore, ranker_id: str = "minilm-l6", k: int = 100,
+                        workers: tuple[int, ...] = (1, 2), scheduler: str | None = None) -> dict:
+    """The same sharded exact exposure map in-process and on Dask (LocalCluster with 1 and 2 workers,
+    and a given scheduler), same data, same run: queries/s, ratio to in-process, identical maps."""
+    from eqi_core.exposure.distributed import Engine, distributed_exposure_map, map_params, plan_shards
+
+    plan = plan_shards(len(collection.queries), len(collection.passages), 384)
+
+    def timed(engine: Engine) -> tuple[float, object]:
+        store.remove("exposure-map", map_params(collection, ranker_id, k, plan))  # compute, do not reuse
+        start = time.perf_counter()
+        emap, info = distributed_exposure_map(collection, ranker_id, store, k, engine)
+        return time.perf_counter() - start, (emap, info)
+
+    distributed_exposure_map(collection, ranker_id, store, k, Engine("inprocess"))  # inputs built, caches warm
+    runs = {"inprocess": timed(Engine("inprocess"))}
+    for w in workers:
+        runs[f"dask-local-{w}"] = timed(Engine("local", n_workers=w))
+    if scheduler:
+        runs[f"dask-{scheduler}"] = timed(Engine(scheduler))
+    base_t, (base_map, _) = runs["inprocess"]
+    n_q, n_d = len(collection.queries), len(collection.passages)
+    dim = 384 if ranker_id != "bm25" else 0
+    out = {}
+    for name, (t, (emap, info)) in runs.items():
+        same = bool(np.array_equal(emap.q_idx, base_map.q_idx) and np.array_equal(emap.d_idx, base_map.d_idx)
+                    and np.array_equal(emap.rank0, base_map.rank0))
+        out[name] = {"seconds": round(t, 3), "compute_seconds": info.get("compute_seconds"),
+                     "queries_per_s": round(n_q / t, 1), "ratio_to_inprocess": round(base_t / t, 3),
+                     "identical_to_inprocess": same, "tasks": info.get("tasks_total")}
+        if dim and info.get("compute_seconds"):
+            out[name]["gflops"] = round(2.0 * n_q * n_d * dim / info["compute_seconds"] / 1e9, 1)
+    per_worker = out.get("dask-local-1", {}).get("gflops")
+    model = {}
+    if per_worker:
+        model = {
+            "measured_gflops_per_worker": per_worker,
+            "this_run": {w: cost_model(n_q, n_d, dim, w, per_worker, k) for w in workers},
+            "ms_marco_8.8M_x_500k_x_768": {w: cost_model(500_000, 8_841_823, 768, w, per_worker, k, passage_shards=8)
+                                           for w in (2, 16, 64)},
+        }
+    return {"benchmark": "exposure-dask", "collection": collection.name, "ranker": ranker_id, "k": k,
+            "queries": n_q, "passages": n_d, "baseline": "the same shard tasks in-process (no Dask)",
+            "runs": out, "cost_model": model, **machine()}

@@ -179,12 +179,13 @@ def tasc(
         typer.echo(f"wrote matrix.csv, tasc.csv, tasc.tex and {len(figures)} figures (HTML + PNG) to {output_dir}")
 
 
-def _exposure_setup(collection: str, ranker: str, depth: int):
+def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: Optional[str] = None):
     from eqi_core.exposure.evaluate import prepare_exposure
 
     store = _store()
     c = load_collection(collection, store)
-    return prepare_exposure(c, ranker, store, depth, progress=tqdm_progress("preparing exposure map", "item"))
+    engine = _engine("local", scheduler, 2, None) if scheduler else None
+    return prepare_exposure(c, ranker, store, depth, progress=tqdm_progress("preparing exposure map", "item"), engine=engine)
 
 
 DenseRankerOpt = typer.Option("minilm-l6", "--ranker", "-r", help=f"one of {', '.join(RANKERS)}")
@@ -200,6 +201,8 @@ def exposure(
     n_dq: int = typer.Option(20, "--n-dq", help="n_d->q: exposing queries to list per method"),
     gamma_qd: float = typer.Option(0.5, "--gamma-qd", help="searcher patience for RELQ"),
     gamma_dq: float = typer.Option(0.9, "--gamma-dq", help="EQI-user patience for RELQ"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="compute the exact map on this Dask scheduler "
+                                            "(tcp://host:8786) instead of in this process"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -209,7 +212,7 @@ def exposure(
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
     spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
-    setup = _exposure_setup(collection, ranker, 100)
+    setup = _exposure_setup(collection, ranker, 100, scheduler)
     methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
     for arch in ("residual",):
         model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
@@ -226,6 +229,36 @@ def exposure(
         score = "" if pe.relq is None else f" ({spec} = {pe.relq.loc[name, str(spec)]:.3f})"
         typer.echo(f"## {name}{score}")
         typer.echo(frame.to_string(index=False))
+
+
+def _engine(engine: str, scheduler: Optional[str], workers: int, memory_limit: Optional[str]):
+    from eqi_core.exposure.distributed import Engine
+
+    return Engine(scheduler or engine, n_workers=workers, memory_limit=memory_limit)
+
+
+@app.command("exposure-map")
+def exposure_map_cmd(
+    collection: str = CollectionOpt,
+    ranker: str = DenseRankerOpt,
+    depth: int = typer.Option(100, "--n-qd", min=1, max=10_000, help="n_q->d: depth of every query's results"),
+    engine: str = typer.Option("local", "--engine", help="inprocess (no Dask), local (a LocalCluster on this machine)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786"),
+    workers: int = typer.Option(2, "--workers", min=1, max=512, help="LocalCluster workers (one thread each)"),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="per LocalCluster worker, e.g. 2GB; "
+                                               "passage shards are sized to fit"),
+    query_shard: int = typer.Option(2048, "--query-shard", min=1, help="queries per task"),
+    passage_shards: Optional[int] = typer.Option(None, "--passage-shards", min=1, help="split the passages (dense only)"),
+) -> None:
+    """The exact exposure map by shards on Dask (or in-process): resumable, written as partitioned Parquet in the store."""
+    from eqi_core.exposure.distributed import distributed_exposure_map
+
+    coll = load_collection(collection)
+    emap, info = distributed_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
+                                          query_shard, passage_shards, tqdm_progress("exposure shards", "task"))
+    counts = emap.counts()
+    typer.echo(json.dumps({**info, "queries": len(emap.query_ids), "passages": len(emap.doc_ids), "pairs": int(len(emap.q_idx)),
+                           "exposed_passages": int((counts > 0).sum())}, indent=1, default=str))
 
 
 @app.command("train-exposure")
@@ -293,16 +326,199 @@ def eval_exposure(
             f2.to_csv(output_dir / "expanding_log.csv", index=False)
 
 
+@app.command("train-decoder")
+def train_decoder_cmd(
+    collection: str = CollectionOpt,
+    encoder: str = typer.Option("minilm-l6", "--encoder", "-e", help="a dense ranker id (sentence-transformers)"),
+    steps: int = typer.Option(4500, "--steps", min=1, max=1_000_000),
+    batch_size: int = typer.Option(128, "--batch-size", min=2, max=4096),
+    passage_queries: int = typer.Option(3, "--passage-queries", min=0, max=50,
+                                        help="pseudo-queries drawn from each passage (0: the query log only)"),
+    layers: int = typer.Option(4, "--layers", min=1, max=12),
+    seed: int = typer.Option(0, "--seed"),
+    export: Optional[Path] = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
+) -> None:
+    """Train the neural query decoder for an encoder on a collection's query log; resumable (rerun to continue)."""
+    import shutil
+
+    from eqi_core.decoder.train import DecoderTraining, train_or_load_decoder
+    from eqi_core.rankers import load_encoder, ranker_info
+
+    if ranker_info(encoder).family != "dense":
+        raise DataError(f"--encoder {encoder}: a query decoder inverts a dense encoder; expected minilm-l6 or st:<folder>")
+    cfg = DecoderTraining(steps=steps, batch_size=batch_size, passage_queries=passage_queries, n_layers=layers, seed=seed)
+    coll = load_collection(collection)
+    decoder = train_or_load_decoder(coll, load_encoder(encoder), _store(), cfg, tqdm_progress("training decoder", "step"))
+    src = Path(decoder.card["_folder"])
+    if export:
+        export.mkdir(parents=True, exist_ok=True)
+        for name in ("decoder.safetensors", "card.json"):
+            shutil.copyfile(src / name, export / f".{name}.part")
+            (export / f".{name}.part").replace(export / name)
+    card = {k: v for k, v in decoder.card.items() if k != "_folder"}
+    typer.echo(json.dumps(card, indent=1, default=str))
+
+
+def _latent_space(collection: str, encoder: str, decoder: Optional[Path], exclude_heldout: bool = True):
+    from eqi_core.decoder.space import open_space
+    from eqi_core.decoder.train import DecoderTraining, heldout_split
+
+    coll = load_collection(collection)
+    heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
+    space = open_space(coll, _store(), encoder, decoder, heldout_q if exclude_heldout else (),
+                       progress=tqdm_progress("preparing", "item"))
+    return space, heldout_q
+
+
+DecoderOpt = typer.Option(None, "--decoder", help="a checkpoint folder (card.json + decoder.safetensors); "
+                          "default: trained on this collection in the store, else the one shipped in assets/")
+EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encoder whose space is decoded")
+
+
+@app.command("eval-decoder")
+def eval_decoder_cmd(
+    collection: str = CollectionOpt,
+    encoder: str = EncoderOpt,
+    decoder: Optional[Path] = DecoderOpt,
+    queries: int = typer.Option(300, "--queries", min=1, help="held-out queries for the round trip (Table 1)"),
+    passages: int = typer.Option(300, "--passages", min=1, help="held-out gold passages (Table 2)"),
+    traversal: int = typer.Option(100, "--traversal", min=1, help="queries walked to their gold passage (Figure 3)"),
+    guided_traversal: int = typer.Option(30, "--guided-traversal", min=0, help="of those, walked with guided correction"),
+    suggest: int = typer.Option(100, "--suggest", min=1, help="queries for the suggestion baselines (Figure 5)"),
+    steps: int = typer.Option(10, "--steps", "-k", min=1, max=50),
+    mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
+    seed: int = typer.Option(0, "--seed"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSVs and summary.json here"),
+    write_card: Optional[Path] = typer.Option(None, "--write-card", help="add the metrics to this checkpoint's card.json"),
+) -> None:
+    """Decoder evaluation on held-out queries: paper Tables 1, 2, 6/7 and Figure 3 (neural, guided, nearest-query)."""
+    from eqi_core.decoder.evaluate import run_evaluation
+    from eqi_core.decoder.traversal import MODES
+
+    if mode not in MODES:
+        raise DataError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+    space, heldout_q = _latent_space(collection, encoder, decoder)
+    res = run_evaluation(space, heldout_q, queries, passages, traversal, guided_traversal, suggest, steps, mode, seed,
+                         lambda label: tqdm_progress(label, "item"))
+    fmt = lambda v: f"{v:.3f}"  # noqa: E731
+    typer.echo(f"{space.collection.name}, encoder {encoder}, decoder {space.neural.card.get('_folder')}")
+    typer.echo(f"samples: {json.dumps(res['samples'])}")
+    typer.echo("Tables 1 and 2 (round trip on held-out queries; passage -> query, share retrieved at top-k):")
+    typer.echo(res["summary"].to_string(float_format=fmt))
+    typer.echo("Figure 3: mean nDCG@10 per step on queries whose original nDCG@10 < 1 (step -1 = the original query):")
+    typer.echo(res["curve_summary"].pivot(index="step", columns="decoder", values="ndcg10").to_string(float_format=fmt))
+    typer.echo("Figure 5 / Table 6: max nDCG@10 of the original and the best k suggestions; Self-BLEU:")
+    typer.echo(res["suggestions"].to_string(float_format=fmt))
+    metrics = {"summary": json.loads(res["summary"].to_json(orient="index")),
+               "curve": json.loads(res["curve_summary"].to_json(orient="records")),
+               "suggestions": json.loads(res["suggestions"].to_json(orient="index")), "samples": res["samples"],
+               "collection": space.collection.name, "command": " ".join(["eqi", *sys.argv[1:]])}
+    if output_dir:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("summary", "round_trip", "passage_to_query", "curve", "curve_summary", "suggestions", "suggestion_lists"):
+            res[name].to_csv(output_dir / f"{name}.csv", index=name in ("summary", "suggestions"))
+        (output_dir / "summary.json").write_text(json.dumps(metrics, indent=1))
+    if write_card:
+        card_path = write_card / "card.json"
+        try:
+            card = json.loads(card_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"{card_path}: cannot read the card ({exc})") from None
+        card["metrics"] = metrics
+        tmp = card_path.with_suffix(".json.part")
+        tmp.write_text(json.dumps(card, indent=1))
+        tmp.replace(card_path)
+        typer.echo(f"metrics written to {card_path}")
+
+
+@app.command("decode")
+def decode_cmd(
+    text: str = typer.Argument(..., help="a passage (or any text) to decode queries from"),
+    collection: str = CollectionOpt,
+    encoder: str = EncoderOpt,
+    decoder: Optional[Path] = DecoderOpt,
+    method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
+    n: int = typer.Option(5, "-n", min=1, max=50),
+) -> None:
+    """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text."""
+    from eqi_core.decoder.traversal import check_query
+
+    space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
+    emb = space.encode([check_query(text)])
+    cands = space.decoder(method).decode(emb, n=n)[0]
+    c_emb = space.encode([c.text for c in cands])
+    for c, cos in zip(cands, c_emb @ emb[0]):
+        typer.echo(f"{cos:.3f}\t{c.text}")
+
+
+@app.command("traverse")
+def traverse_cmd(
+    query: str = typer.Argument(..., help="a query (from the log or typed)"),
+    target: Optional[str] = typer.Option(None, "--target", "-t", help="target passage id (default: the query's gold passage)"),
+    collection: str = CollectionOpt,
+    encoder: str = EncoderOpt,
+    decoder: Optional[Path] = DecoderOpt,
+    method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
+    steps: int = typer.Option(10, "--steps", "-k"),
+    mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
+    stop_early: bool = typer.Option(False, "--stop-early", help="stop once the target is ranked first"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
+) -> None:
+    """Walk from a query to a passage in the latent space and decode a reformulation at each step."""
+    from eqi_core.decoder.traversal import check_query, traverse
+
+    space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
+    qid = space.collection.find_query(check_query(query))
+    target = target or (space.gold_passage(qid) if qid else None)
+    if not target:
+        raise DataError(f"query {query!r} has no judged passage in {space.collection.name}: give --target")
+    trav = traverse(space, query, target, steps, mode, method, qid, stop_early, tqdm_progress("traversal", "step"))
+    typer.echo(trav.steps.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    hit = trav.first_top1()
+    typer.echo(f"what should have been asked: {hit['decoded']!r} (step {hit['step']})" if hit is not None
+               else f"no step ranks {target} first; best rank {trav.best()['target_rank']}")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        trav.steps.to_csv(output, index=False)
+
+
+@bench_app.command("decoder")
+def bench_decoder_cmd(
+    collection: str = CollectionOpt,
+    encoder: str = EncoderOpt,
+    decoder: Optional[Path] = DecoderOpt,
+    queries: int = typer.Option(20, "--queries", min=1, help="held-out queries to decode"),
+    traversals: int = typer.Option(3, "--traversals", min=1),
+    output: Optional[Path] = typer.Option(None, "--output", "-o"),
+) -> None:
+    """Decode latency (neural vs. with guided correction) and full K = 10 traversal time."""
+    from eqi_core.bench import bench_decoder
+
+    space, heldout_q = _latent_space(collection, encoder, decoder)
+    _echo_json(bench_decoder(space, heldout_q, queries, traversals), output)
+
+
 @bench_app.command("exposure")
 def bench_exposure_cmd(
     collection: str = CollectionOpt,
     full_log: str = typer.Option("wordnet:full", "--latency-collection", help="collection whose full log the latency uses"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    engine: str = typer.Option("inprocess", "--engine", help="inprocess: exact map vs faiss + latency; "
+                               "dask: the sharded map in-process vs LocalCluster (1, 2 workers) [vs --scheduler]"),
+    ranker: str = typer.Option("minilm-l6", "--ranker", "-r", help="ranker of the map (--engine dask)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="also time this Dask scheduler (--engine dask)"),
 ) -> None:
-    """Exact exposure-map throughput vs faiss; one-passage approximate EQI latency on a full log."""
+    """Exact exposure-map throughput vs faiss (or in-process vs Dask); one-passage EQI latency on a full log."""
     from eqi_core.bench import bench_exposure
 
     store = _store()
+    if engine == "dask":
+        from eqi_core.bench import bench_exposure_dask
+
+        _echo_json(bench_exposure_dask(load_collection(collection, store), store, ranker, scheduler=scheduler), output)
+        return
+    if engine != "inprocess":
+        raise DataError(f"--engine {engine}: expected inprocess (exact map vs faiss) or dask")
     _echo_json(bench_exposure(load_collection(collection, store), load_collection(full_log, store), store), output)
 
 
@@ -363,6 +579,9 @@ def main() -> None:
     except DataError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except InterruptedError as exc:
+        typer.echo(f"stopped: {exc}", err=True)
+        sys.exit(3)
     except (FileNotFoundError, ModuleNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -189,6 +189,13 @@ class ArtifactStore:
             if time.time() - stale.stat().st_mtime > 5:
                 shutil.rmtree(stale, ignore_errors=True)
 
+    def work_dir(self, kind: str, params: dict[str, Any]) -> Path:
+        """A scratch directory that survives a killed build (checkpoints, finished shards), so a
+        rerun with the same parameters resumes; the builder removes it once the artifact exists."""
+        path = self.root / kind / f"{params_key(kind, params)}.work"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
     def remove(self, kind: str, params: dict[str, Any]) -> None:
         shutil.rmtree(self.path_for(kind, params_key(kind, params)), ignore_errors=True)
 

@@ -107,6 +107,32 @@ def exposure_setup(spec: str, ranker_id: str):
     return _get_exposure_setup(spec, ranker_id)
 
 
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _get_latent_space(spec: str, encoder_id: str):
+    from eqi_core.decoder.space import open_space
+
+    return open_space(get_collection(spec), get_store(), encoder_id)
+
+
+def latent_space_or_stop(spec: str, encoder_id: str):
+    """The encoder's latent space with its decoders (first build shows progress), or a clear error."""
+    from eqi_core.decoder.space import open_space
+    from eqi_core.rankers.dense import embeddings_artifact
+
+    collection = get_collection(spec)
+    store = get_store()
+    try:
+        ready = is_indexed(encoder_id, collection, store) and store.load(
+            *embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "queries"}), verify=False) is not None
+        if not ready:
+            _with_progress(f"Encoding passages and logged queries with {ranker_info(encoder_id).name} (once; cached)...",
+                           lambda p: open_space(collection, store, encoder_id, progress=p))
+        return _get_latent_space(spec, encoder_id)
+    except DataError as exc:
+        st.error(str(exc))
+        st.stop()
+
+
 def figure_downloads(fig, name: str, key: str) -> None:
     """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked; self-contained HTML."""
     from eqi_core.coverage.export import SLIDE_SCALE, figure_html

@@ -115,10 +115,16 @@ def _digest(arr: np.ndarray) -> str:
 
 
 def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
-                     progress: ProgressFn | None = None) -> ExposureSetup:
-    """Build (or load) the ranker, the exact exposure map and the dense space for EQI."""
+                     progress: ProgressFn | None = None, engine=None) -> ExposureSetup:
+    """Build (or load) the ranker, the exact exposure map and the dense space for EQI. With an
+    ``engine`` (exposure.distributed.Engine) the exact map is computed by shards on it (Dask)."""
     ranker = build_ranker(ranker_id, collection, store, progress=progress)
-    exposure = compute_exposure_map(ranker, collection, store, depth, progress)
+    if engine is None:
+        exposure = compute_exposure_map(ranker, collection, store, depth, progress)
+    else:
+        from eqi_core.exposure.distributed import distributed_exposure_map
+
+        exposure, _ = distributed_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
     dense = ranker if ranker_info(ranker_id).family == "dense" else build_ranker("minilm-l6", collection, store, progress)
     q_emb = query_embeddings(dense.encoder, collection, store, progress)
     return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,

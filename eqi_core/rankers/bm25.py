@@ -55,27 +55,42 @@ class BM25Ranker:
             return {"vocabulary": len(tok.get_vocab_dict())}
 
         art = store.get_or_build(kind, params, build, sources=[f"collection:{collection.fingerprint}"])
-        retriever = bm25s.BM25.load(str(art.file("index")), allow_pickle=False)
-        tok = make_tokenizer()
-        tok.load_vocab(str(art.file("index")))
-        tok.load_stopwords(str(art.file("index")))
+        retriever, tok = load_index(art.file("index"))
         return cls(retriever, tok, collection.passages["doc_id"].to_numpy(dtype=object), k1, b)
+
+    def topk(self, texts: list[str], k: int, progress=None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, passage indices) per text, best first; index -1 where fewer than k passages match."""
+        return bm25_topk(self.retriever, self.tokenizer, texts, max(1, min(k, len(self.doc_ids))), progress)
 
     def search(self, queries: Queries, k: int = 100, progress=None) -> Run:
         qids, texts = as_query_items(queries)
-        k = max(1, min(k, len(self.doc_ids)))
-        tokens = self.tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False,
-                                         allow_empty=False)
-        indices = np.full((len(texts), k), -1, dtype=np.int64)
-        scores = np.zeros((len(texts), k), dtype=np.float32)
-        nonempty = [i for i, t in enumerate(tokens) if len(t)]
-        step = 2048
-        for start in range(0, len(nonempty), step):
-            rows = nonempty[start:start + step]
-            docs, sc = self.retriever.retrieve([tokens[i] for i in rows], k=k, show_progress=False, n_threads=1)
-            indices[rows], scores[rows] = docs, sc
-            if progress:
-                progress(min(start + step, len(nonempty)), len(nonempty))
-        indices[scores <= 0] = -1  # a passage sharing no term with the query is not retrieved
+        scores, indices = self.topk(texts, k, progress)
         return Run.from_topk(self.name, qids, self.doc_ids, indices, scores,
                              {"ranker": self.id, "k1": self.k1, "b": self.b})
+
+
+def load_index(folder: Path, mmap: bool = False) -> tuple[bm25s.BM25, bm25s.tokenization.Tokenizer]:
+    """A stored bm25s index and its tokenizer (vocabulary, stop words); ``mmap`` maps the index
+    arrays instead of reading them (what distributed workers do)."""
+    retriever = bm25s.BM25.load(str(folder), allow_pickle=False, mmap=mmap)
+    tok = make_tokenizer()
+    tok.load_vocab(str(folder))
+    tok.load_stopwords(str(folder))
+    return retriever, tok
+
+
+def bm25_topk(retriever: bm25s.BM25, tokenizer, texts: list[str], k: int, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    tokens = tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False)
+    indices = np.full((len(texts), k), -1, dtype=np.int64)
+    scores = np.zeros((len(texts), k), dtype=np.float32)
+    nonempty = [i for i, t in enumerate(tokens) if len(t)]
+    step = 2048
+    for start in range(0, len(nonempty), step):
+        rows = nonempty[start:start + step]
+        docs, sc = retriever.retrieve([tokens[i] for i in rows], k=k, show_progress=False, n_threads=1)
+        indices[rows], scores[rows] = docs, sc
+        if progress:
+            progress(min(start + step, len(nonempty)), len(nonempty))
+    indices[scores <= 0] = -1  # a passage sharing no term with the query is not retrieved
+    scores[indices < 0] = 0.0
+    return scores, indices

@@ -1,0 +1,72 @@
+"""QueryDecoder protocol: a point of a dense encoder's space -> candidate query strings with scores.
+
+Every decoder names the encoder whose space it inverts; callers check that it matches the ranker
+they are traversing, so a decoder is never applied to another encoder's embeddings.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from eqi_core.collection import DataError
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One decoded query. ``score``: the decoder's own confidence (log-probability for the neural
+    decoder, cosine to the target for guided correction and the nearest-query baseline)."""
+
+    text: str
+    score: float
+    cosine: float | None = None  # cosine between enc(text) and the decoded point, when measured
+    source: str = ""
+
+
+@runtime_checkable
+class QueryDecoder(Protocol):
+    encoder_id: str
+    name: str
+
+    def decode(self, embeddings: np.ndarray, n: int = 5) -> list[list[Candidate]]:
+        """For each row of ``embeddings`` (unit vectors of ``encoder_id``'s space), up to ``n``
+        candidates, best first."""
+        ...
+
+
+class DecoderError(DataError):
+    """A decoder cannot be used as asked (wrong encoder, bad checkpoint): a one-line message."""
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens, punctuation dropped (as SQuAD-style token F1 counts them)."""
+    return _WORD.findall(text.lower())
+
+
+def as_matrix(embeddings: np.ndarray, dim: int | None = None, what: str = "embeddings") -> np.ndarray:
+    """Rows as float32 unit vectors; a one-line error for the wrong shape or dimension."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or (dim is not None and x.shape[1] != dim):
+        raise DecoderError(f"{what}: expected rows of dimension {dim}, got shape {tuple(x.shape)}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+def dedupe(cands: Sequence[Candidate], n: int) -> list[Candidate]:
+    """First occurrence of each normalised text, best first, at most ``n``."""
+    seen, out = set(), []
+    for c in cands:
+        key = " ".join(words(c.text))
+        if key and key not in seen:
+            seen.add(key)
+            out.append(c)
+        if len(out) >= n:
+            break
+    return out

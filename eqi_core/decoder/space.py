@@ -1,0 +1,173 @@
+"""LatentSpace: one dense encoder's space over a collection, with the decoders that invert it.
+
+It bundles what traversal, suggestions and evaluation all need: the dense ranker (passage
+embeddings), the logged queries' embeddings, the judgments, and the three decoders (neural,
+neural + guided correction, nearest query). ``exclude_query_ids`` hides queries from the decoders'
+neighbourhood (held-out evaluation queries must not be looked up, only decoded).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.decoder.base import DecoderError, QueryDecoder, as_matrix
+from eqi_core.decoder.guided import GuidedDecoder, Neighbourhood
+from eqi_core.decoder.nearest import NearestQueryDecoder
+from eqi_core.decoder.neural import NeuralDecoder, load_decoder, read_card
+from eqi_core.progress import ProgressFn
+from eqi_core.store import ArtifactStore
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "decoders"
+DECODER_NAMES = ("neural", "neural+guided", "nearest-query")
+
+
+def shipped_decoders() -> list[Path]:
+    """Checkpoint folders shipped in ``assets/decoders`` (made by ``eqi train-decoder --export``)."""
+    return sorted(p.parent for p in ASSETS.glob("*/card.json")) if ASSETS.is_dir() else []
+
+
+def find_decoder(collection: Collection, encoder, store: ArtifactStore) -> NeuralDecoder:
+    """The decoder for this encoder: one trained on this collection in the store, else a shipped
+    one for the same encoder (trained on the default collection), else a one-line error."""
+    trained = [a for a in store.list("decoder")
+               if a.params.get("collection") == collection.fingerprint and a.params.get("encoder") == encoder.id]
+    if trained:
+        return load_decoder(max(trained, key=lambda a: a.manifest.get("created", "")).path, encoder)
+    shipped = []
+    for folder in shipped_decoders():
+        card = read_card(folder)
+        if card["config"]["encoder_id"] == encoder.id:
+            shipped.append((card.get("collection_fingerprint") != collection.fingerprint, folder))
+    if shipped:
+        return load_decoder(sorted(shipped)[0][1], encoder)
+    raise DecoderError(f"no query decoder for encoder {encoder.id!r}: train one with "
+                       f"`eqi train-decoder -c <collection> -e {encoder.id}`")
+
+
+@dataclass
+class LatentSpace:
+    collection: Collection
+    ranker: object  # DenseRanker of the decoder's encoder
+    query_emb: np.ndarray
+    neural: NeuralDecoder
+    exclude_query_ids: frozenset = field(default_factory=frozenset)
+    guided_options: dict = field(default_factory=dict)
+
+    @property
+    def encoder(self):
+        return self.ranker.encoder
+
+    @property
+    def judgments(self) -> dict[str, dict[str, int]]:
+        return self.collection.judgments
+
+    @cached_property
+    def doc_ids(self) -> np.ndarray:
+        return self.ranker.doc_ids
+
+    @cached_property
+    def _doc_pos(self) -> dict[str, int]:
+        return {d: i for i, d in enumerate(self.doc_ids)}
+
+    @cached_property
+    def _visible_queries(self) -> np.ndarray:
+        ids = self.collection.queries["query_id"].to_numpy()
+        return np.flatnonzero(~np.isin(ids, list(self.exclude_query_ids))) if self.exclude_query_ids else np.arange(len(ids))
+
+    @cached_property
+    def neighbourhood(self) -> Neighbourhood:
+        keep = self._visible_queries
+        texts = self.collection.queries["text"].to_numpy()
+        return Neighbourhood([texts[i] for i in keep], self.query_emb[keep], self.collection.passage_texts(),
+                             self.ranker.doc_embeddings)
+
+    @cached_property
+    def decoders(self) -> dict[str, QueryDecoder]:
+        hood = self.neighbourhood
+        return {
+            "neural": self.neural,
+            "neural+guided": GuidedDecoder(self.neural, self.encoder, hood, **self.guided_options),
+            "nearest-query": NearestQueryDecoder(hood.query_texts, hood.query_emb, self.encoder.id),
+        }
+
+    def decoder(self, name: str) -> QueryDecoder:
+        if name not in self.decoders:
+            raise DecoderError(f"decoder {name!r}: expected one of {', '.join(DECODER_NAMES)}")
+        return self.decoders[name]
+
+    # -- lookups with one-line errors --------------------------------------------------------------
+    def passage_index(self, doc_id: str) -> int:
+        pos = self._doc_pos.get(str(doc_id))
+        if pos is None:
+            raise DecoderError(f"target passage {doc_id!r}: not in collection {self.collection.name}")
+        return pos
+
+    def passage_embedding(self, doc_id: str) -> np.ndarray:
+        return self.ranker.doc_embeddings[self.passage_index(doc_id)]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.encoder.encode(list(texts), batch_size=256)
+
+    def gold_passage(self, query_id: str) -> str | None:
+        """The query's most relevant judged passage (first by id among equals), if any."""
+        judged = {d: g for d, g in self.judgments.get(str(query_id), {}).items() if g > 0 and d in self._doc_pos}
+        return max(sorted(judged), key=judged.get) if judged else None
+
+    # -- retrieval of decoded queries --------------------------------------------------------------
+    def ranks(self, query_emb: np.ndarray, doc_index: int | np.ndarray) -> np.ndarray:
+        """Exact 1-based rank of a passage for each query embedding (no depth cut-off)."""
+        q = as_matrix(query_emb)
+        scores = q @ self.ranker.doc_embeddings.T
+        idx = np.broadcast_to(np.asarray(doc_index), (len(q),))
+        own = scores[np.arange(len(q)), idx]
+        return 1 + (scores > own[:, None]).sum(axis=1)
+
+    def top(self, query_emb: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        from eqi_core.rankers.dense import exact_topk
+
+        return exact_topk(as_matrix(query_emb), self.ranker.doc_embeddings, k)
+
+    def ndcg10(self, query_emb: np.ndarray, qrels: list[dict[str, int]]) -> np.ndarray:
+        """nDCG@10 (ir_measures) of each query embedding's top 10 against its own qrels."""
+        import ir_measures
+        from ir_measures import nDCG
+
+        scores, idx = self.top(query_emb, 10)
+        run = {str(i): {str(self.doc_ids[j]): float(s) for s, j in zip(srow, irow)}
+               for i, (srow, irow) in enumerate(zip(scores, idx))}
+        judged = {str(i): {d: int(g) for d, g in q.items()} for i, q in enumerate(qrels) if q}
+        out = np.zeros(len(run))
+        for m in ir_measures.iter_calc([nDCG @ 10], judged, {k: v for k, v in run.items() if k in judged}):
+            out[int(m.query_id)] = m.value
+        return out
+
+    def qrels_for(self, query_id: str | None, target_id: str) -> dict[str, int]:
+        """The query's judgments when it has any, else the target passage as the one relevant."""
+        judged = self.judgments.get(str(query_id), {}) if query_id is not None else {}
+        return judged if any(g > 0 for g in judged.values()) else {target_id: 1}
+
+
+def open_space(collection: Collection, store: ArtifactStore, encoder_id: str = "minilm-l6",
+               decoder_path: Path | None = None, exclude_query_ids=(), progress: ProgressFn | None = None,
+               **guided_options) -> LatentSpace:
+    """Build (or load from the store) everything a latent-space view needs for one encoder."""
+    from eqi_core.exposure.reverse import query_embeddings
+    from eqi_core.rankers import build_ranker, load_encoder, ranker_info
+
+    if ranker_info(encoder_id).family != "dense":
+        raise DataError(f"encoder {encoder_id!r}: latent traversal needs a dense encoder (e.g. minilm-l6)")
+    ranker = build_ranker(encoder_id, collection, store, progress)
+    encoder = load_encoder(encoder_id)
+    neural = load_decoder(decoder_path, encoder) if decoder_path else find_decoder(collection, encoder, store)
+    q_emb = query_embeddings(encoder, collection, store, progress)
+    return LatentSpace(collection, ranker, q_emb, neural, frozenset(map(str, exclude_query_ids)), guided_options)
+
+
+def card_summary(decoder: NeuralDecoder) -> str:
+    c = decoder.card
+    return json.dumps({k: c.get(k) for k in ("collection", "encoder", "data", "parameters", "metrics") if k in c})

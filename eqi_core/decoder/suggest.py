@@ -1,0 +1,98 @@
+"""Query suggestion baselines of the paper (Section 5, Figure 5 / Table 7) and how they are scored.
+
+- RM3: the original query plus one expansion term, for each of the n best terms of a relevance
+  model estimated from the ranker's top-5 passages (Pal et al. 2013, Eq. 20; Dirichlet, mu = 2500).
+- Sampling+QD: decode points drawn uniformly from an epsilon-ball around the query's embedding.
+- Traversal (oracle): decodings along the walk to the gold passage; it knows the gold, so it is an
+  upper reference, not a fair suggester.
+Scored as the paper does: max nDCG@10 over the original query and the best 1/3/5/10 suggestions.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import lru_cache
+
+import numpy as np
+
+from eqi_core.decoder.base import words
+from eqi_core.decoder.traversal import check_query
+
+CUTOFFS = (1, 3, 5, 10)
+
+
+@lru_cache(maxsize=4)
+def _collection_model(fingerprint: str, texts: tuple[str, ...]) -> tuple[Counter, int]:
+    counts: Counter = Counter()
+    for t in texts:
+        counts.update(words(t))
+    return counts, sum(counts.values())
+
+
+def collection_model(collection) -> tuple[Counter, int]:
+    return _collection_model(collection.fingerprint, tuple(collection.passage_texts()))
+
+
+def rm3_terms(query: str, feedback: list[str], collection, n: int = 10, mu: float = 2500.0) -> list[tuple[str, float]]:
+    """The ``n`` best expansion terms (not stop words, not already in the query) with P(w|R)."""
+    from eqi_core.decoder.train import stopwords
+
+    counts, total = collection_model(collection)
+    floor = 1.0 / (total + len(counts) + 1)
+    q_words = words(query)
+    p_c = lambda w: counts.get(w, 0) / total if counts.get(w, 0) else floor  # noqa: E731
+    weights: Counter = Counter()
+    for text in feedback:
+        tf = Counter(words(text))
+        length = sum(tf.values())
+        p_wd = lambda w: (tf.get(w, 0) + mu * p_c(w)) / (length + mu)  # noqa: E731
+        likelihood = math.exp(sum(math.log(p_wd(w)) for w in q_words))
+        for w in tf:
+            weights[w] += p_wd(w) * likelihood
+    stop, seen = stopwords(), set(q_words)
+    ranked = [(w, s) for w, s in weights.most_common() if w not in stop and w not in seen and len(w) > 1]
+    norm = sum(s for _, s in ranked) or 1.0
+    return [(w, s / norm) for w, s in ranked[:n]]
+
+
+def rm3_suggestions(space, query: str, n: int = 10, feedback_docs: int = 5) -> list[str]:
+    query = check_query(query)
+    _, idx = space.top(space.encode([query]), feedback_docs)
+    texts = space.collection.passage_texts()
+    feedback = [texts[i] for i in idx[0]]
+    return [f"{query} {w}" for w, _ in rm3_terms(query, feedback, space.collection, n)]
+
+
+def ball_points(center: np.ndarray, n: int, epsilon: float, seed: int = 0) -> np.ndarray:
+    """``n`` points uniform in the epsilon-ball around ``center`` (direction ~ Gaussian, radius ~ eps U^(1/dim))."""
+    rng = np.random.default_rng(seed)
+    dim = center.shape[-1]
+    u = rng.standard_normal((n, dim))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    r = epsilon * rng.random(n) ** (1.0 / dim)
+    return (center[None, :] + r[:, None] * u).astype(np.float32)
+
+
+def sampling_suggestions(space, query: str, n: int = 10, epsilon: float = 0.4, decoder: str = "neural",
+                         seed: int = 0) -> list[str]:
+    query = check_query(query)
+    points = ball_points(space.encode([query])[0], n, epsilon, seed)
+    return [c[0].text for c in space.decoder(decoder).decode(points, n=1)]
+
+
+def best_of(original: float, suggestion_scores: list[float], cutoffs=CUTOFFS) -> dict[int, float]:
+    """max nDCG@10 over the original query and the first k suggestions, for each k."""
+    return {k: max([original, *suggestion_scores[:k]]) for k in cutoffs}
+
+
+def self_bleu(texts: list[str]) -> float:
+    """Mean sentence BLEU (sacrebleu, effective order) of each suggestion against the others:
+    high = the suggestions repeat each other (Zhu et al. 2018)."""
+    import sacrebleu
+
+    texts = [t for t in texts if t.strip()]
+    if len(texts) < 2:
+        return float("nan")
+    scores = [sacrebleu.sentence_bleu(t, texts[:i] + texts[i + 1:], use_effective_order=True).score
+              for i, t in enumerate(texts)]
+    return float(np.mean(scores)) / 100.0

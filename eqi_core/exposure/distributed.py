@@ -1,0 +1,338 @@
+"""Exact exposure maps on a Dask cluster (or in-process), resumable, sharded by queries and passages.
+
+The job is a grid of independent tasks: query shard i x passage shard j computes the exact top-k of
+its queries over its passages and writes one Parquet file; a merge per query shard keeps the global
+top-k (score descending, then passage index, so the order never depends on the shard layout).
+Workers read their inputs from the artifact store by path, memory-mapped (passage and query
+embeddings as .npy, or the bm25s index), so every worker needs the store on a shared file system
+(automatic on one machine). Finished shard files are kept in the store's work directory: a killed
+worker's tasks are rerun by Dask, and a killed job resumes where it stopped. The result, the
+inverted passage -> (query, rank) map, is written as a Parquet dataset partitioned by passage
+bucket into the store.
+
+The same task functions run in three ways: ``engine="inprocess"`` (a loop, no Dask), ``"local"``
+(a ``LocalCluster`` of worker processes) or a scheduler address (``tcp://host:8786``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.collection import Collection, DataError
+from eqi_core.exposure.exact import ExposureMap
+from eqi_core.progress import ProgressFn, or_tqdm
+from eqi_core.store import ArtifactStore
+
+MAP_VERSION = 1
+DOC_BUCKETS = 16
+DEFAULT_QUERY_SHARD = 2048
+DEFAULT_BLOCK_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    n_queries: int
+    n_passages: int
+    query_shard: int
+    passage_shards: int
+
+    def query_ranges(self) -> list[tuple[int, int]]:
+        return [(s, min(s + self.query_shard, self.n_queries)) for s in range(0, self.n_queries, self.query_shard)]
+
+    def passage_ranges(self) -> list[tuple[int, int]]:
+        step = math.ceil(self.n_passages / self.passage_shards)
+        return [(s, min(s + step, self.n_passages)) for s in range(0, self.n_passages, step)]
+
+
+def plan_shards(n_queries: int, n_passages: int, dim: int, query_shard: int = DEFAULT_QUERY_SHARD,
+                passage_shards: int | None = None, worker_memory: int | None = None) -> ShardPlan:
+    """Passage shards so one task's passage slice uses at most a quarter of a worker's memory."""
+    if query_shard < 1:
+        raise DataError(f"query shard size {query_shard}: expected >= 1")
+    if passage_shards is None:
+        passage_shards = 1
+        if worker_memory:
+            passage_shards = max(1, math.ceil(n_passages * dim * 4 / (worker_memory / 4)))
+    if passage_shards < 1:
+        raise DataError(f"passage shards {passage_shards}: expected >= 1")
+    return ShardPlan(n_queries, n_passages, query_shard, min(passage_shards, max(1, n_passages)))
+
+
+# -- tasks (run on workers: plain functions of plain arguments) ----------------------------------------
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _canonical(scores: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise top-k by (score descending, passage index ascending); empty (-1) slots last."""
+    s = np.where(idx < 0, -np.inf, scores)
+    order = np.lexsort((np.where(idx < 0, np.iinfo(np.int64).max, idx), -s), axis=-1)[:, :k]
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)
+
+
+@lru_cache(maxsize=2)
+def _bm25(folder: str):
+    from eqi_core.rankers.bm25 import load_index
+
+    return load_index(Path(folder), mmap=True)
+
+
+def shard_task(task: dict) -> dict:
+    """One (query shard, passage shard) piece: exact top-k written to ``task['out']``."""
+    out = Path(task["out"])
+    if out.exists():
+        return {"out": str(out), "seconds": 0.0, "reused": True}
+    started = time.perf_counter()
+    qs, qe = task["queries"]
+    ds, de = task["passages"]
+    k = task["k"]
+    if task["kind"] == "dense":
+        from eqi_core.rankers.dense import exact_topk
+
+        q = np.load(task["query_emb"], mmap_mode="r")[qs:qe]
+        d = np.load(task["passage_emb"], mmap_mode="r")[ds:de]
+        scores, idx = exact_topk(np.ascontiguousarray(q), np.ascontiguousarray(d), min(k, de - ds),
+                                 block_bytes=task.get("block_bytes", DEFAULT_BLOCK_BYTES))
+        idx = idx + ds
+    else:
+        from eqi_core.rankers.bm25 import bm25_topk
+
+        retriever, tok = _bm25(task["index"])
+        texts = pd.read_parquet(task["query_texts"])["text"].tolist()[qs:qe]
+        scores, idx = bm25_topk(retriever, tok, texts, k)
+    if scores.shape[1] < k:  # a passage shard smaller than k
+        pad = k - scores.shape[1]
+        scores = np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf)
+        idx = np.pad(idx, ((0, 0), (0, pad)), constant_values=-1)
+    scores, idx = _canonical(scores.astype(np.float32), idx.astype(np.int64), k)
+    n = qe - qs
+    frame = pd.DataFrame({"q": np.repeat(np.arange(qs, qe, dtype=np.int32), k), "d": idx.ravel().astype(np.int32),
+                          "score": scores.ravel().astype(np.float32)})
+    _write_parquet(frame[frame["d"] >= 0].reset_index(drop=True), out)
+    return {"out": str(out), "seconds": time.perf_counter() - started, "reused": False, "queries": n}
+
+
+def merge_task(parts: list[str], out: str, k: int) -> dict:
+    """Global top-k of one query shard from its passage-shard pieces (a copy when there is one)."""
+    target = Path(out)
+    if target.exists():
+        return {"out": out, "reused": True}
+    frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    frame = frame.sort_values(["q", "score", "d"], ascending=[True, False, True], kind="mergesort")
+    frame = frame.groupby("q", sort=False).head(k).reset_index(drop=True)
+    frame["rank0"] = frame.groupby("q").cumcount().astype(np.int16)
+    _write_parquet(frame, target)
+    return {"out": out, "reused": False}
+
+
+# -- engines --------------------------------------------------------------------------------------------
+@dataclass
+class Engine:
+    """Where tasks run: ``inprocess``, ``local`` (LocalCluster) or a scheduler address."""
+
+    name: str = "inprocess"
+    n_workers: int = 2
+    memory_limit: str | int | None = None  # per worker, LocalCluster only ("1GB", bytes, or None = auto)
+
+    def __post_init__(self) -> None:
+        if self.name not in ("inprocess", "local") and "://" not in self.name:
+            raise DataError(f"engine {self.name!r}: expected inprocess, local or a scheduler address like tcp://host:8786")
+        if self.n_workers < 1:
+            raise DataError(f"workers = {self.n_workers}: expected >= 1")
+
+    def worker_memory(self) -> int | None:
+        if self.memory_limit is None:
+            return None
+        from dask.utils import parse_bytes
+
+        return int(parse_bytes(self.memory_limit)) if isinstance(self.memory_limit, str) else int(self.memory_limit)
+
+    def client(self):
+        from dask.distributed import Client, LocalCluster
+
+        if self.name == "local":
+            cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                                   memory_limit=self.memory_limit or "auto", dashboard_address=None)
+            return Client(cluster)
+        return Client(self.name, timeout="20s")
+
+
+def run_grid(pieces: list[dict], merges: list[tuple[list[str], str]], k: int, engine: Engine,
+             progress: ProgressFn | None = None, on_client=None) -> dict:
+    """Run shard tasks then merges; returns counts. ``on_client(client)`` lets tests act mid-run."""
+    total = len(pieces) + len(merges)
+    report = or_tqdm(progress, "exposure shards", "task")
+    done = 0
+    ran = reused = 0
+    if engine.name == "inprocess":
+        for t in pieces:
+            r = shard_task(t)
+            ran, reused, done = ran + (not r["reused"]), reused + r["reused"], done + 1
+            report(done, total)
+        for parts, out in merges:
+            merge_task(parts, out, k)
+            done += 1
+            report(done, total)
+        return {"tasks_run": ran, "tasks_reused": reused}
+    from dask.distributed import as_completed
+
+    client = engine.client()
+    try:
+        if on_client:
+            on_client(client)
+        futures = client.map(shard_task, pieces, pure=False, retries=5)
+        for f in as_completed(futures):
+            r = f.result()
+            ran, reused, done = ran + (not r["reused"]), reused + r["reused"], done + 1
+            report(done, total)
+        merge_futures = client.map(merge_task, [m[0] for m in merges], [m[1] for m in merges], [k] * len(merges),
+                                   pure=False, retries=5)
+        for f in as_completed(merge_futures):
+            f.result()
+            done += 1
+            report(done, total)
+        return {"tasks_run": ran, "tasks_reused": reused, "workers": len(client.scheduler_info()["workers"])}
+    finally:
+        cluster = getattr(client, "cluster", None)
+        client.close()
+        if cluster is not None and engine.name == "local":
+            cluster.close()
+
+
+# -- the job --------------------------------------------------------------------------------------------
+def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, progress: ProgressFn | None) -> dict:
+    """Paths of what workers read, built (once, in the store) on the client."""
+    from eqi_core.rankers import build_ranker, ranker_info
+
+    ranker = build_ranker(ranker_id, collection, store, progress)
+    family = ranker_info(ranker_id).family
+    if family == "dense":
+        from eqi_core.exposure.reverse import query_embeddings
+        from eqi_core.rankers.dense import embeddings_artifact, passage_embeddings_artifact
+
+        query_embeddings(ranker.encoder, collection, store, progress)
+        q_art = store.load(*embeddings_artifact(ranker.encoder.id, {"collection": collection.fingerprint, "field": "queries"}),
+                           verify=False)
+        d_art = store.load(*passage_embeddings_artifact(collection, ranker.encoder.id), verify=False)
+        return {"kind": "dense", "query_emb": str(q_art.file("embeddings.npy")),
+                "passage_emb": str(d_art.file("embeddings.npy")), "dim": int(ranker.doc_embeddings.shape[1])}
+    if ranker_id == "bm25":
+        from eqi_core.rankers.bm25 import BM25Ranker
+
+        art = store.load(*BM25Ranker.artifact(collection), verify=False)
+
+        def texts(tmp: Path) -> dict:
+            collection.queries[["query_id", "text"]].to_parquet(tmp / "queries.parquet", index=False)
+            return {"rows": len(collection.queries)}
+
+        q_art = store.get_or_build("query-texts", {"collection": collection.fingerprint}, texts)
+        return {"kind": "bm25", "index": str(art.file("index")), "query_texts": str(q_art.file("queries.parquet")), "dim": 0}
+    raise DataError(f"ranker {ranker_id!r}: distributed exposure maps support bm25 and dense rankers")
+
+
+def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPlan) -> dict:
+    return {"collection": collection.fingerprint, "ranker": ranker_id, "depth": depth,
+            "query_shard": plan.query_shard, "passage_shards": plan.passage_shards, "version": MAP_VERSION}
+
+
+def distributed_exposure_map(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
+                             engine: Engine | None = None, query_shard: int = DEFAULT_QUERY_SHARD,
+                             passage_shards: int | None = None, progress: ProgressFn | None = None,
+                             on_client=None, max_tasks: int | None = None) -> tuple[ExposureMap, dict]:
+    """The exact exposure map computed by shards (see module doc). Returns (map, build info).
+    ``max_tasks`` stops after that many new shard tasks (in-process only; tests of resumption)."""
+    engine = engine or Engine()
+    if depth <= 0:
+        raise DataError(f"n_q->d = {depth}: expected a positive depth")
+    inputs = _inputs(collection, ranker_id, store, progress)
+    if inputs["kind"] == "bm25" and (passage_shards or 1) > 1:
+        raise DataError("BM25 maps shard queries only: its IDF is global, so the index cannot be split by passages")
+    plan = plan_shards(len(collection.queries), len(collection.passages), inputs["dim"] or 1, query_shard,
+                       passage_shards if inputs["kind"] == "dense" else 1,
+                       engine.worker_memory() if inputs["kind"] == "dense" else None)
+    params = map_params(collection, ranker_id, depth, plan)
+    info: dict = {"engine": engine.name, "plan": asdict(plan)}
+
+    def build(tmp: Path) -> dict:
+        info.update(compute_grid(inputs, plan, depth, engine, store.work_dir("exposure-map", params), progress,
+                                 on_client, max_tasks))
+        _write_inverted(store.work_dir("exposure-map", params), len(plan.query_ranges()), tmp / "map")
+        meta = {"plan": asdict(plan), "engine": engine.name, "compute_seconds": info["compute_seconds"]}
+        (tmp / "job.json").write_text(json.dumps(meta))
+        return meta
+
+    art = store.get_or_build("exposure-map", params, build, sources=[f"collection:{collection.fingerprint}"])
+    import shutil
+
+    shutil.rmtree(store.path_for("exposure-map", art.key + ".work"), ignore_errors=True)
+    info.setdefault("reused_artifact", "compute_seconds" not in info)
+    return read_inverted(art.file("map"), collection, depth), info
+
+
+def compute_grid(inputs: dict, plan: ShardPlan, depth: int, engine: Engine, work: Path,
+                 progress: ProgressFn | None = None, on_client=None, max_tasks: int | None = None) -> dict:
+    """Run every (query shard x passage shard) task not yet done in ``work`` and the merges; the
+    merged top-k of query shard i ends in ``work/q{i:05d}.parquet``. Returns what ran."""
+    block = DEFAULT_BLOCK_BYTES
+    if engine.worker_memory():
+        block = max(1 << 20, min(block, engine.worker_memory() // 16))
+    pieces, merges = [], []
+    for qi, qr in enumerate(plan.query_ranges()):
+        final = work / f"q{qi:05d}.parquet"
+        parts = [str(work / f"q{qi:05d}-p{pj:03d}.parquet") for pj in range(len(plan.passage_ranges()))]
+        if not final.exists():
+            pieces += [{**inputs, "queries": qr, "passages": pr, "k": depth, "out": out, "block_bytes": block}
+                       for out, pr in zip(parts, plan.passage_ranges())]
+            merges.append((parts, str(final)))
+    todo = [t for t in pieces if not Path(t["out"]).exists()]
+    info = {"tasks_total": len(plan.query_ranges()) * len(plan.passage_ranges())}
+    info["tasks_already_done"] = info["tasks_total"] - len(todo)
+    if max_tasks is not None and len(todo) > max_tasks:
+        run_grid(todo[:max_tasks], [], depth, Engine("inprocess"), progress)
+        raise InterruptedError(f"stopped after {max_tasks} of {len(todo)} shard tasks; rerun to resume")
+    started = time.perf_counter()
+    info.update(run_grid(todo, merges, depth, engine, progress, on_client))
+    info["compute_seconds"] = round(time.perf_counter() - started, 3)
+    return info
+
+
+def read_grid(work: Path, n_shards: int) -> pd.DataFrame:
+    """The merged top-k of every query shard: q, d, score, rank0."""
+    return pd.concat([pd.read_parquet(work / f"q{i:05d}.parquet") for i in range(n_shards)], ignore_index=True)
+
+
+def _write_inverted(work: Path, n_shards: int, out: Path) -> None:
+    """passage -> (query, rank) as a Parquet dataset partitioned by passage bucket."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    frame = read_grid(work, n_shards)[["q", "d", "rank0"]] if n_shards else pd.DataFrame({"q": [], "d": [], "rank0": []})
+    frame = frame.sort_values(["d", "rank0", "q"], kind="mergesort").reset_index(drop=True)
+    frame["bucket"] = (frame["d"] % DOC_BUCKETS).astype(np.int16)
+    out.mkdir(parents=True, exist_ok=True)
+    ds.write_dataset(pa.Table.from_pandas(frame, preserve_index=False), out, format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("bucket", pa.int16())]), flavor="hive"),
+                     existing_data_behavior="overwrite_or_ignore")
+
+
+def read_inverted(folder: Path, collection: Collection, depth: int) -> ExposureMap:
+    import pyarrow.dataset as ds
+
+    frame = ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns=["q", "d", "rank0"]).to_pandas()
+    q, d, r = frame["q"].to_numpy(np.int32), frame["d"].to_numpy(np.int32), frame["rank0"].to_numpy(np.int16)
+    order = np.lexsort((q, r, d))
+    q, d, r = q[order], d[order], r[order]
+    offsets = np.zeros(len(collection.passages) + 1, dtype=np.int64)
+    np.add.at(offsets, d + 1, 1)
+    return ExposureMap(collection.queries["query_id"].to_numpy(dtype=object),
+                       collection.passages["doc_id"].to_numpy(dtype=object), depth, q, d, r, np.cumsum(offsets))

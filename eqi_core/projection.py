@@ -1,0 +1,134 @@
+"""2-D maps of a neighbourhood of the latent space (UMAP, umap-learn), with trajectories placed by
+``.transform`` so the path is drawn on the map of its surroundings, not refitted with it.
+
+umap-learn's first call in a process compiles numba code (~15 s); ``warm_up`` does that on a
+background thread when a page loads, and numba's on-disk cache (``NUMBA_CACHE_DIR``, kept in the
+artifact store) makes later processes start warm.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+_warm_lock = threading.Lock()
+_warm_done = threading.Event()
+
+
+def _numba_cache() -> None:
+    from eqi_core.store import default_home
+
+    path = default_home() / "numba-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(path))
+
+
+def _umap_class():
+    _numba_cache()
+    import umap  # noqa: PLC0415 - heavy import kept off module import
+
+    return umap.UMAP
+
+
+def warm_up(background: bool = True) -> None:
+    """Import umap and compile its kernels once per process (a tiny fit + transform)."""
+
+    def run() -> None:
+        with _warm_lock:
+            if _warm_done.is_set():
+                return
+            x = np.random.default_rng(0).standard_normal((40, 8)).astype(np.float32)
+            model = _umap_class()(n_neighbors=5, random_state=0, n_jobs=1).fit(x)
+            model.transform(x[:3])
+            _warm_done.set()
+
+    if background:
+        threading.Thread(target=run, daemon=True, name="umap-warm-up").start()
+    else:
+        run()
+
+
+@dataclass
+class Projection:
+    """Fitted map of ``base`` points (a frame with x, y and whatever labels were given)."""
+
+    points: pd.DataFrame
+    model: object
+
+    def place(self, emb: np.ndarray) -> np.ndarray:
+        """2-D coordinates of new points on the fitted map."""
+        return self.model.transform(np.asarray(emb, dtype=np.float32))
+
+
+def _key(emb: np.ndarray, params: tuple) -> str:
+    return hashlib.sha256(np.ascontiguousarray(emb, dtype=np.float32).tobytes() + repr(params).encode()).hexdigest()
+
+
+_fitted: dict[str, object] = {}
+_FITTED_MAX = 16
+
+
+def fit_map(emb: np.ndarray, labels: pd.DataFrame, n_neighbors: int = 10, min_dist: float = 0.3,
+            metric: str = "cosine", seed: int = 0) -> Projection:
+    """UMAP of ``emb`` (rows) with ``labels`` (same length) carried into the result frame. Fits are
+    cached in-process by content, so rerunning a view with the same neighbourhood is instant."""
+    emb = np.asarray(emb, dtype=np.float32)
+    if len(emb) != len(labels):
+        raise ValueError(f"{len(emb)} embeddings but {len(labels)} labels")
+    if len(emb) < 4:
+        raise ValueError(f"a map needs at least 4 points, got {len(emb)}")
+    params = (min(n_neighbors, len(emb) - 1), min_dist, metric, seed)
+    key = _key(emb, params)
+    model = _fitted.get(key)
+    if model is None:
+        model = _umap_class()(n_neighbors=params[0], min_dist=min_dist, metric=metric, random_state=seed,
+                              n_jobs=1, init="random" if len(emb) < 12 else "spectral").fit(emb)
+        if len(_fitted) >= _FITTED_MAX:
+            _fitted.pop(next(iter(_fitted)))
+        _fitted[key] = model
+        _warm_done.set()
+    xy = model.embedding_
+    return Projection(labels.reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1]), model)
+
+
+def is_warm() -> bool:
+    return _warm_done.is_set()
+
+
+def trajectory_map(space, trav, k: int = 10, n_queries: int = 15) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The map around a traversal: fitted on the query, the target, the top-``k`` passages of
+    each, and the ``n_queries`` logged queries nearest the query and the target; the decoded
+    steps are placed with ``.transform``. Returns (neighbourhood frame, path frame), both with x, y."""
+    from eqi_core.rankers.dense import exact_topk
+
+    texts = space.collection.passage_texts()
+    doc_emb = space.ranker.doc_embeddings
+    ends = np.stack([trav.query_emb, trav.target_emb])
+    _, top = exact_topk(ends, doc_emb, k)
+    target_pos = space.passage_index(trav.target_id)
+    rows = [{"kind": "query", "label": trav.query, "id": trav.query_id or ""},
+            {"kind": "target passage", "label": texts[target_pos], "id": trav.target_id}]
+    emb = [trav.query_emb, trav.target_emb]
+    seen = {target_pos}
+    for who, idx in (("query", top[0]), ("target", top[1])):
+        for j in idx:
+            if j not in seen:
+                seen.add(j)
+                rows.append({"kind": f"top passages of the {who}", "label": texts[j], "id": str(space.doc_ids[j])})
+                emb.append(doc_emb[j])
+    hood = space.neighbourhood
+    _, near = exact_topk(ends, hood.query_emb, n_queries)
+    seen_q = {trav.query.lower()}
+    for j in dict.fromkeys(near.ravel().tolist()):
+        if hood.query_texts[j].lower() not in seen_q:
+            seen_q.add(hood.query_texts[j].lower())
+            rows.append({"kind": "nearby logged queries", "label": hood.query_texts[j], "id": ""})
+            emb.append(hood.query_emb[j])
+    proj = fit_map(np.stack(emb), pd.DataFrame(rows))
+    xy = proj.place(trav.decoded_emb)
+    path = trav.steps.assign(x=xy[:, 0], y=xy[:, 1])
+    return proj.points, path

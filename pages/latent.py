@@ -1,0 +1,195 @@
+"""Latent traversal page: walk from a query to a target passage in a dense encoder's space, decode a
+reformulation at each step, and see where the target ranks (Adolphs et al., "Decoding a Neural
+Retriever's Latent Space for Query Suggestion", EMNLP 2022)."""
+import pandas as pd
+import streamlit as st
+
+from eqi_core.collection import DataError
+from eqi_core.decoder.space import DECODER_NAMES
+from eqi_core.decoder.traversal import MODES, traverse
+from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
+from eqi_core.rankers import RANKERS, ranker_info
+from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, figure_downloads,
+                           latent_space_or_stop, page_header, sidebar, sync_url)
+
+PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
+DEFAULT_QUERY = {"wordnet": "interest"}  # curated: a failing query whose walk reaches its gold passage
+DECODER_LABELS = {"neural+guided": "neural + guided correction", "neural": "neural (beam search)",
+                  "nearest-query": "nearest logged query (baseline)"}
+ENCODERS = [r for r in RANKERS if ranker_info(r).family == "dense" and not r.endswith("onnx")]
+
+sidebar()
+collection = current_collection()
+if collection is None:
+    st.stop()
+spec = st.session_state[COLLECTION_KEY]
+sidebar_ranker = st.session_state[RANKER_KEY]
+URL = {"lat_query": ("query", str, DEFAULT_QUERY.get(spec, "")), "lat_target": ("target", str, ""),
+       "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "neural+guided"),
+       "lat_stop": ("stop", int, 0)}
+link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
+                   "step, and watch the target climb the ranking: the reformulations a searcher could have typed "
+                   "(Adolphs et al., EMNLP 2022).", URL)
+encoder_id = sidebar_ranker if sidebar_ranker in ENCODERS else ENCODERS[0]
+if sidebar_ranker != encoder_id:
+    st.caption(f"Traversal runs in {ranker_info(encoder_id).name}'s space: the sidebar's ranker "
+               f"({ranker_info(sidebar_ranker).name}) has no embedding space to decode.")
+for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DECODER_NAMES, "neural+guided")):
+    if st.session_state.get(key) not in allowed:
+        st.warning(f"Ignoring {key[4:]}={st.session_state.get(key)!r}: expected one of {', '.join(allowed)}.")
+        st.session_state[key] = default
+if not 1 <= int(st.session_state.get("lat_steps", 10)) <= 20:
+    st.warning(f"Ignoring k={st.session_state['lat_steps']}: the number of steps must be between 1 and 20.")
+    st.session_state["lat_steps"] = 10
+space = latent_space_or_stop(spec, encoder_id)
+
+# -- query and target ---------------------------------------------------------------------------------
+texts = dict(zip(collection.passages["doc_id"], collection.passage_texts()))
+c1, c2 = st.columns(2)
+query = c1.text_input("Query (from the log or typed)", key="lat_query", placeholder="e.g. interest",
+                      help="A logged query uses its judgments for nDCG@10; a typed one treats the target as the relevant passage.")
+query_id = collection.find_query(query) if query.strip() else None
+gold = space.gold_passage(query_id) if query_id else None
+c1.caption(f"Logged query {query_id}; gold passage {gold}" if query_id and gold else
+           "Logged query without judged passages" if query_id else "Not in the query log: typed query")
+pattern = c2.text_input("Find a target passage containing", key="lat_find", placeholder="leave empty for the gold passage")
+options = list(collection.find_passages(pattern, limit=200)["doc_id"]) if pattern.strip() else []
+wanted = st.session_state.get("lat_target") or gold
+if wanted and wanted not in options:
+    options = [wanted] + options
+if not options:
+    st.info("Type a query from the log (its gold passage becomes the target) or find a target passage.")
+    st.stop()
+if st.session_state.get("lat_target") not in options:
+    st.session_state["lat_target"] = options[0]
+target = c2.selectbox("Target passage", options, key="lat_target",
+                      format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {texts.get(d, '(not in the collection)')[:80]}")
+st.markdown(f"> **Target** {target}: {texts.get(target, '')}")
+
+p1, p2, p3, p4 = st.columns([2, 2, 3, 2])
+steps = p1.slider("Steps K", 1, 20, key="lat_steps", help="q_k = q + (k/K)(d - q); the paper used up to 20")
+mode = p2.radio("Path", MODES, key="lat_mode", horizontal=True, help="linear: Eq. 1 in raw space; slerp: along the sphere")
+method = p3.selectbox("Decoder", DECODER_NAMES, key="lat_decoder", format_func=DECODER_LABELS.get)
+stop = p4.checkbox("Stop when the target is first", key="lat_stop")
+with link:
+    copy_link(sync_url(URL))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _results() -> dict:
+    return {}
+
+
+params = (spec, encoder_id, query.strip(), target, steps, mode, method, bool(stop))
+results = _results()
+if params not in results:
+    bar = st.progress(0.0, text=f"Decoding {steps + 1} points with {DECODER_LABELS[method]}...")
+    try:
+        trav = traverse(space, query, target, steps, mode, method, query_id, bool(stop),
+                        lambda done, total: bar.progress(done / total, text=f"Decoded step {done - 1} of {total - 1}"))
+    except DataError as exc:
+        bar.empty()
+        st.error(str(exc))
+        st.stop()
+    bar.empty()
+    if len(results) > 64:
+        results.pop(next(iter(results)))
+    results[params] = trav
+trav = results[params]
+frame = trav.steps
+
+# -- summary ----------------------------------------------------------------------------------------------
+hit = trav.first_top1()
+m1, m2, m3, m4 = st.columns(4)
+original_rank = int(space.ranks(space.encode([trav.query]), space.passage_index(target))[0])
+m1.metric("Target rank for the query as typed", original_rank)
+m2.metric("Best rank along the walk", int(frame["target_rank"].min()), delta=int(original_rank - frame["target_rank"].min()) or None)
+m3.metric("Best nDCG@10 along the walk", f"{frame['ndcg10'].max():.3f}")
+m4.metric("Steps decoded", len(frame))
+if hit is not None:
+    st.success(f"**What should have been asked:** “{hit['decoded']}” (step {int(hit['step'])} of {steps}) ranks the target first.",
+               icon=":material/lightbulb:")
+else:
+    best = trav.best()
+    st.info(f"No step ranks the target first; the best is “{best['decoded']}” at rank {int(best['target_rank'])} "
+            f"(step {int(best['step'])}).", icon=":material/info:")
+
+# -- steps table and the map --------------------------------------------------------------------------------
+left, right = st.columns([1, 1])
+shown = frame[["step", "decoded", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
+    columns={"target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)", "cos_target": "cos(d)"})
+left.markdown("**Decoded queries along the walk** (select a row to see its results)")
+picked = left.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
+                        column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f"),
+                                       "cos(q)": st.column_config.NumberColumn(format="%.3f"),
+                                       "cos(d)": st.column_config.NumberColumn(format="%.3f")})
+left.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
+                     icon=":material/download:")
+with right:
+    from eqi_core.projection import trajectory_map
+
+    with st.spinner("Fitting the UMAP map of the neighbourhood (the first map in a process compiles UMAP)..."):
+        points, path = trajectory_map(space, trav)
+    fig_map = trajectory(points, path)
+    st.plotly_chart(fig_map, config=PLOT_CONFIG, key="lat_map")
+figure_downloads(fig_map, "traversal_map", "lat_map_dl")
+fig_steps = traversal_steps(frame)
+st.plotly_chart(fig_steps, config=PLOT_CONFIG, key="lat_steps_fig")
+figure_downloads(fig_steps, "traversal_steps", "lat_steps_dl")
+
+# -- one step's results ---------------------------------------------------------------------------------------
+rows = getattr(getattr(picked, "selection", None), "rows", None) or []
+default_step = int(rows[0]) if rows else int(hit["step"]) if hit is not None else int(trav.best()["step"])
+step = st.selectbox("Results of step", list(frame["step"]), index=default_step, key="lat_step_pick",
+                    format_func=lambda k: f"{k}: {frame['decoded'].iloc[k]}")
+scores, idx = space.top(trav.decoded_emb[step][None], 10)
+judged = space.qrels_for(trav.query_id, target)
+top = pd.DataFrame({"rank": range(1, len(idx[0]) + 1), "doc_id": [str(space.doc_ids[j]) for j in idx[0]],
+                    "score": scores[0], "passage": [texts.get(str(space.doc_ids[j]), "") for j in idx[0]]})
+top["grade"] = top["doc_id"].map(lambda d: judged.get(d, 0))
+top["target"] = top["doc_id"].eq(target).map({True: "◀ target", False: ""})
+st.dataframe(top, hide_index=True, key="lat_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+
+# -- decode box --------------------------------------------------------------------------------------------------
+st.subheader("Decode a passage")
+st.caption("Paste any passage: queries decoded from its embedding, and where the passage would rank for each "
+           "among this collection's passages.")
+pasted = st.text_area("Passage", key="lat_decode_text", height=90, placeholder="e.g. sloping land beside a body of water")
+d1, d2 = st.columns([3, 1])
+decode_with = d1.selectbox("Decoder", DECODER_NAMES, key="lat_decode_method", format_func=DECODER_LABELS.get)
+n_decoded = d2.number_input("Queries", 1, 10, 5, key="lat_decode_n")
+if pasted.strip():
+    from eqi_core.decoder.traversal import check_query
+
+    try:
+        p_emb = space.encode([check_query(pasted)])
+        cands = space.decoder(decode_with).decode(p_emb, n=int(n_decoded))[0]
+    except DataError as exc:
+        st.error(str(exc))
+    else:
+        c_emb = space.encode([c.text for c in cands])
+        own = (c_emb @ p_emb[0])
+        others = c_emb @ space.ranker.doc_embeddings.T
+        ranks = 1 + (others > own[:, None]).sum(axis=1)
+        st.dataframe(pd.DataFrame({"decoded query": [c.text for c in cands], "cos to passage": own,
+                                   "passage's rank": ranks}), hide_index=True, key="lat_decoded",
+                     column_config={"cos to passage": st.column_config.NumberColumn(format="%.3f")})
+
+# -- how good is the decoder ----------------------------------------------------------------------------------------
+card = space.neural.card
+with st.expander("About this decoder: training data and evaluation (eqi eval-decoder)"):
+    st.caption(f"Trained on {card.get('collection', '?')} for {card.get('encoder', '?')}: "
+               f"{card.get('data', {})}; {card.get('parameters', 0):,} parameters. Checkpoint `{card.get('_folder')}`.")
+    metrics = card.get("metrics")
+    if not metrics:
+        st.info("No evaluation in this decoder's card yet: run `eqi eval-decoder --write-card <folder>`.")
+    else:
+        st.markdown(f"Held-out samples: {metrics.get('samples')}")
+        st.dataframe(pd.DataFrame(metrics["summary"]).T, key="lat_eval_table",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
+                                    ("token_f1", "cosine", "top1", "top3", "top5")})
+        curve = pd.DataFrame(metrics["curve"])
+        e1, e2 = st.columns(2)
+        e1.plotly_chart(ndcg_curve(curve), config=PLOT_CONFIG, key="lat_eval_curve")
+        e2.plotly_chart(suggestion_bars(pd.DataFrame(metrics["suggestions"]).T.drop(columns="self_bleu", errors="ignore")),
+                        config=PLOT_CONFIG, key="lat_eval_sugg")
