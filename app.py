@@ -10,6 +10,19 @@ import streamlit as st
 
 st.set_page_config(page_title="EQI workbench", page_icon=":material/travel_explore:", layout="wide")
 
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_umap() -> bool:
+    """Compile UMAP's numba kernels on a background thread once per server process, so the first
+    trajectory map on the Latent traversal page does not wait for them."""
+    from eqi_core.projection import warm_up
+
+    warm_up(background=True)
+    return True
+
+
+_warm_umap()
 navigation = st.navigation([
     st.Page("pages/collection.py", title="Collection", icon=":material/library_books:", default=True),
     st.Page("pages/exposure.py", title="Exposure", icon=":material/visibility:"),

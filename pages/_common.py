@@ -16,6 +16,10 @@ from eqi_core.rankers import (DEFAULT_RANKER, RANKERS, build_ranker, has_run, is
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 
+# Curated first-run example on the WordNet default (home page and the Latent traversal page's default):
+# a logged query whose gold sense MiniLM-L6 ranks low, fixed along the walk (chosen with `eqi traverse`).
+CURATED_TRAVERSAL_QUERY = "interest"
+
 COLLECTION_KEY = "collection_spec"
 RANKER_KEY = "ranker_id"
 # Widget state is dropped when a page without the widget runs; these keys keep the choice.

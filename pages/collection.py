@@ -3,7 +3,7 @@ import streamlit as st
 
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
-from pages._common import copy_link, current_collection, current_ranker, sidebar, sync_url, url_state
+from pages._common import CURATED_TRAVERSAL_QUERY, copy_link, current_collection, current_ranker, sidebar, sync_url, url_state
 
 sidebar()
 collection = current_collection()
@@ -27,13 +27,16 @@ if collection.source == "wordnet:20000":
                      icon=":material/visibility:", query_params={"collection": "wordnet", "ranker": "minilm-l6",
                                                                  "passage": "09213565-n", "ndq": "30"})
         e1.caption("Exposing queries of one sense, exact and approximate (first visit: ~2 min to prepare).")
-        e2.page_link("pages/exposure_eval.py", label="Do learned heads beat reverse retrieval?",
-                     icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
-        e2.caption("The EQI paper's Table 2 on held-out WordNet passages.")
+        e2.page_link("pages/latent.py", label="What should a failing query have asked?",
+                     icon=":material/route:", query_params={"collection": "wordnet", "query": CURATED_TRAVERSAL_QUERY,
+                                                            "k": "10", "mode": "linear", "decoder": "neural+guided"})
+        e2.caption(f"Walk from “{CURATED_TRAVERSAL_QUERY}” to its gold sense in MiniLM-L6's space and decode each step.")
         e3.page_link("pages/coverage.py", label="Which ranker solves what others miss?",
                      icon=":material/compare_arrows:",
                      query_params={"collection": "wordnet", "live": "bm25,minilm-l3-onnx,minilm-l6", "mode": "all-others"})
         e3.caption("TaSC and per-query comparison of three live rankers.")
+        st.page_link("pages/exposure_eval.py", label="Also: do learned heads beat reverse retrieval?",
+                     icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
 
 stats = collection.stats()
 cols = st.columns(5)

@@ -9,11 +9,10 @@ from eqi_core.decoder.space import DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import RANKERS, ranker_info
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, figure_downloads,
+from pages._common import (COLLECTION_KEY, CURATED_TRAVERSAL_QUERY, RANKER_KEY, copy_link, current_collection, figure_downloads,
                            latent_space_or_stop, page_header, sidebar, sync_url)
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
-DEFAULT_QUERY = {"wordnet": "interest"}  # curated: a failing query whose walk reaches its gold passage
 DECODER_LABELS = {"neural+guided": "neural + guided correction", "neural": "neural (beam search)",
                   "nearest-query": "nearest logged query (baseline)"}
 ENCODERS = [r for r in RANKERS if ranker_info(r).family == "dense" and not r.endswith("onnx")]
@@ -24,7 +23,7 @@ if collection is None:
     st.stop()
 spec = st.session_state[COLLECTION_KEY]
 sidebar_ranker = st.session_state[RANKER_KEY]
-URL = {"lat_query": ("query", str, DEFAULT_QUERY.get(spec, "")), "lat_target": ("target", str, ""),
+URL = {"lat_query": ("query", str, CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""), "lat_target": ("target", str, ""),
        "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "neural+guided"),
        "lat_stop": ("stop", int, 0)}
 link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
@@ -139,8 +138,13 @@ figure_downloads(fig_steps, "traversal_steps", "lat_steps_dl")
 
 # -- one step's results ---------------------------------------------------------------------------------------
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
-default_step = int(rows[0]) if rows else int(hit["step"]) if hit is not None else int(trav.best()["step"])
-step = st.selectbox("Results of step", list(frame["step"]), index=default_step, key="lat_step_pick",
+step_options = list(frame["step"])
+if rows:  # a click in the steps table picks the step
+    st.session_state["lat_step_pick"] = int(rows[0])
+elif st.session_state.get("_lat_step_walk") != params or st.session_state.get("lat_step_pick") not in step_options:
+    st.session_state["lat_step_pick"] = int(hit["step"]) if hit is not None else int(trav.best()["step"])  # a new walk
+st.session_state["_lat_step_walk"] = params
+step = st.selectbox("Results of step", step_options, key="lat_step_pick",
                     format_func=lambda k: f"{k}: {frame['decoded'].iloc[k]}")
 scores, idx = space.top(trav.decoded_emb[step][None], 10)
 judged = space.qrels_for(trav.query_id, target)

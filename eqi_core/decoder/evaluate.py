@@ -120,10 +120,16 @@ def traversal_curve(space: LatentSpace, items: list[tuple[str, str, str]], steps
 
 
 def curve_summary(curve: pd.DataFrame) -> pd.DataFrame:
-    """Mean nDCG@10 per step on queries whose original nDCG@10 < 1 (room to improve)."""
-    room = curve.loc[(curve["step"] == -1) & (curve["ndcg10"] < 1), "query_id"]
-    sub = curve[curve["query_id"].isin(set(room))]
-    return sub.groupby(["decoder", "step"], as_index=False).agg(ndcg10=("ndcg10", "mean"), queries=("query_id", "nunique"))
+    """Mean nDCG@10 per step, per decoder, on the queries whose step-0 decoding has nDCG@10 < 1
+    (room to improve); step -1 is the original query on the same queries."""
+    out = []
+    for dec, part in curve.groupby("decoder", sort=False):
+        room = set(part.loc[(part["step"] == 0) & (part["ndcg10"] < 1), "query_id"])
+        sub = part[part["query_id"].isin(room)]
+        out.append(sub.groupby("step", as_index=False).agg(ndcg10=("ndcg10", "mean"), queries=("query_id", "nunique"))
+                   .assign(decoder=dec))
+    cols = ["decoder", "step", "ndcg10", "queries"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 
 def suggestions(space: LatentSpace, items: list[tuple[str, str, str]], curve: pd.DataFrame | None = None, n: int = 10,

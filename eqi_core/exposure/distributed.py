@@ -31,10 +31,22 @@ from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn, or_tqdm
 from eqi_core.store import ArtifactStore
 
-MAP_VERSION = 1
+MAP_VERSION = 2  # 2: float64 re-scoring of candidates
 DOC_BUCKETS = 16
 DEFAULT_QUERY_SHARD = 2048
 DEFAULT_BLOCK_BYTES = 64 << 20
+RESCORE_MARGIN = 16  # float32 candidates beyond k, re-scored exactly in float64
+
+
+def rescore(q: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """float64 scores of each query's candidates, summed in a fixed order: a float32 GEMM's last
+    bits depend on the BLAS thread count, which would let near-ties swap ranks between a laptop,
+    a 1-thread Dask worker and a 2-thread process; these scores do not."""
+    out = np.empty(idx.shape, dtype=np.float64)
+    for s in range(0, len(idx), 64):
+        rows = np.asarray(d[idx[s:s + 64].ravel()], dtype=np.float64).reshape(*idx[s:s + 64].shape, -1)
+        out[s:s + 64] = np.einsum("ij,ikj->ik", q[s:s + 64].astype(np.float64), rows)
+    return out
 
 
 @dataclass(frozen=True)
@@ -99,10 +111,11 @@ def shard_task(task: dict) -> dict:
     if task["kind"] == "dense":
         from eqi_core.rankers.dense import exact_topk
 
-        q = np.load(task["query_emb"], mmap_mode="r")[qs:qe]
+        q = np.ascontiguousarray(np.load(task["query_emb"], mmap_mode="r")[qs:qe])
         d = np.load(task["passage_emb"], mmap_mode="r")[ds:de]
-        scores, idx = exact_topk(np.ascontiguousarray(q), np.ascontiguousarray(d), min(k, de - ds),
-                                 block_bytes=task.get("block_bytes", DEFAULT_BLOCK_BYTES))
+        _, idx = exact_topk(q, np.ascontiguousarray(d), min(k + RESCORE_MARGIN, de - ds),
+                            block_bytes=task.get("block_bytes", DEFAULT_BLOCK_BYTES))
+        scores = rescore(q, d, idx)
         idx = idx + ds
     else:
         from eqi_core.rankers.bm25 import bm25_topk
@@ -114,10 +127,10 @@ def shard_task(task: dict) -> dict:
         pad = k - scores.shape[1]
         scores = np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf)
         idx = np.pad(idx, ((0, 0), (0, pad)), constant_values=-1)
-    scores, idx = _canonical(scores.astype(np.float32), idx.astype(np.int64), k)
+    scores, idx = _canonical(scores.astype(np.float64), idx.astype(np.int64), k)
     n = qe - qs
     frame = pd.DataFrame({"q": np.repeat(np.arange(qs, qe, dtype=np.int32), k), "d": idx.ravel().astype(np.int32),
-                          "score": scores.ravel().astype(np.float32)})
+                          "score": scores.ravel()})
     _write_parquet(frame[frame["d"] >= 0].reset_index(drop=True), out)
     return {"out": str(out), "seconds": time.perf_counter() - started, "reused": False, "queries": n}
 

@@ -45,3 +45,16 @@ def test_example_exposure_evaluation(dashboard, page):
         page.locator("svg.main-svg").first.wait_for(timeout=120_000)  # the patience heatmaps
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("exposure-evaluation.png")), full_page=True)
+
+
+def test_example_traversal_fixes_a_failing_query(dashboard, page):
+    open_home(page, dashboard)
+    page.get_by_text("What should", exact=False).first.click()
+    page.get_by_role("heading", name="Latent traversal").first.wait_for(timeout=900_000)
+    # MiniLM-L6 embeddings of the passages and queries are built on a fresh store (~2 min), then 11 decodes
+    page.get_by_text("What should have been asked", exact=False).first.wait_for(timeout=900_000)
+    assert "query=" in page.url and "k=10" in page.url
+    page.locator("svg.main-svg").first.wait_for(timeout=180_000)  # the UMAP map
+    page.get_by_text("decoded steps", exact=False).first.wait_for(timeout=180_000)  # its legend
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(screenshot_path("example-traversal.png")), full_page=True)

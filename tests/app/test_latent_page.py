@@ -1,0 +1,57 @@
+"""AppTest of the Latent traversal page (tiny collection, the decoder shipped in assets/)."""
+from tests.conftest import TINY_BEIR
+
+
+def open_page(app, **params):
+    app.run()
+    params = {"k": "3", "decoder": "neural", **params}  # small, fast walks unless a test asks otherwise
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "minilm-l3-onnx", **params})
+    app.switch_page("pages/latent.py").run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_traversal_from_a_logged_query_to_its_gold_passage(app):
+    at = open_page(app, query="river bank", k="4", decoder="neural+guided")
+    assert at.title[0].value == "Latent traversal"
+    assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder: MiniLM-L6's space
+    assert at.selectbox(key="lat_target").value == "d1"  # the query's gold passage by default
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Steps decoded"]) == 5
+    assert 1 <= int(metrics["Best rank along the walk"]) <= int(metrics["Target rank for the query as typed"])
+    assert at.success or at.info  # "what should have been asked", or the best step
+    steps = at.dataframe[0].value
+    assert list(steps["step"]) == [0, 1, 2, 3, 4] and steps["target rank"].min() >= 1
+    assert len(at.get("plotly_chart")) >= 2  # the UMAP trajectory and the per-step curve
+    results = at.dataframe[1].value  # the results of the best step, shown by default
+    assert len(results) == 10
+    if steps["target rank"].min() <= 10:
+        assert "◀ target" in set(results["target"])
+
+
+def test_parameters_change_the_walk_and_the_url(app):
+    at = open_page(app, query="musical instrument")
+    at.slider(key="lat_steps").set_value(2).run()
+    at.radio(key="lat_mode").set_value("slerp").run()
+    at.selectbox(key="lat_decoder").set_value("nearest-query").run()
+    assert not at.exception, at.exception
+    assert len(at.dataframe[0].value) == 3
+    assert at.query_params["k"] in ("2", ["2"]) and at.query_params["mode"] in ("slerp", ["slerp"])
+
+
+def test_decode_box(app):
+    at = open_page(app, query="river bank")
+    at.text_area(key="lat_decode_text").set_value("an institution where you deposit money and take loans").run()
+    assert not at.exception, at.exception
+    decoded = at.dataframe[-1].value
+    assert "decoded query" in decoded.columns and 1 <= len(decoded) <= 5
+    assert decoded["passage's rank"].min() >= 1
+
+
+def test_bad_input_gives_one_line_messages(app):
+    at = open_page(app, query="river bank", target="no-such-passage", k="99", mode="zigzag")
+    assert any("k=99" in w.value for w in at.warning) and any("mode='zigzag'" in w.value for w in at.warning)
+    assert any("target passage 'no-such-passage'" in e.value for e in at.error)
+    at.text_input(key="lat_query").set_value("   ").run()
+    assert not at.exception
+    assert any("query: empty" in e.value for e in at.error)

@@ -1,0 +1,49 @@
+"""The shipped WordNet/MiniLM-L6 decoder on held-out WordNet queries (a seeded sample, so the
+numbers are fixed for a given checkpoint): the issue's quality bars, measured on a small sample.
+The full evaluation is `eqi eval-decoder` (README)."""
+import json
+
+import numpy as np
+import pytest
+
+from eqi_core.decoder.space import shipped_decoders
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def space(shared_store):
+    from eqi_core.decoder.space import open_space
+    from eqi_core.decoder.train import DecoderTraining, heldout_split
+    from eqi_core.loaders import load_collection
+
+    wordnet = load_collection("wordnet", shared_store)
+    heldout, _ = heldout_split(wordnet, DecoderTraining().heldout_share)
+    folder = [f for f in shipped_decoders() if json.loads((f / "card.json").read_text())["encoder"] == "minilm-l6"][0]
+    return open_space(wordnet, shared_store, "minilm-l6", folder, heldout, progress=lambda d, t: None), heldout
+
+
+def test_the_checkpoint_card_says_what_made_it():
+    folders = shipped_decoders()
+    assert folders, "assets/decoders holds the shipped checkpoint"
+    card = json.loads((folders[0] / "card.json").read_text())
+    assert card["encoder"] == "minilm-l6" and card["collection"].lower().startswith("wordnet")
+    assert card["data"]["heldout_queries"] > 1000 and card["parameters"] > 1_000_000
+    assert card["metrics"]["summary"]["neural+guided"]["cosine"] >= 0.90  # written by eqi eval-decoder --write-card
+
+
+def test_round_trip_and_passage_to_query_on_held_out_queries(space):
+    from eqi_core.decoder.evaluate import eval_queries, passage_to_query, round_trip
+
+    sp, heldout = space
+    rng = np.random.default_rng(7)
+    sample = [heldout[i] for i in rng.permutation(len(heldout))[:40]]
+    rt = round_trip(sp, sample, decoders=("neural+guided", "nearest-query"))
+    means = rt.groupby("decoder")[["token_f1", "cosine"]].mean()
+    assert means.loc["neural+guided", "cosine"] >= 0.90
+    assert means.loc["neural+guided", "token_f1"] >= 0.60
+    assert means.loc["neural+guided", "cosine"] > means.loc["nearest-query", "cosine"]
+    docs = [g for _, _, g in eval_queries(sp, sample)][:30]
+    p2q = passage_to_query(sp, docs, decoders=("neural", "neural+guided"))
+    top5 = p2q.assign(hit=p2q["rank"] <= 5).groupby("decoder")["hit"].mean()
+    assert top5["neural+guided"] >= 0.80 and top5["neural+guided"] > top5["neural"]
