@@ -405,7 +405,7 @@ def eval_decoder_cmd(
     typer.echo(f"samples: {json.dumps(res['samples'])}")
     typer.echo("Tables 1 and 2 (round trip on held-out queries; passage -> query, share retrieved at top-k):")
     typer.echo(res["summary"].to_string(float_format=fmt))
-    typer.echo("Figure 3: mean nDCG@10 per step on queries whose original nDCG@10 < 1 (step -1 = the original query):")
+    typer.echo("Figure 3: mean nDCG@10 per step on queries whose step-0 decoding has nDCG@10 < 1 (step -1 = the original query):")
     typer.echo(res["curve_summary"].pivot(index="step", columns="decoder", values="ndcg10").to_string(float_format=fmt))
     typer.echo("Figure 5 / Table 6: max nDCG@10 of the original and the best k suggestions; Self-BLEU:")
     typer.echo(res["suggestions"].to_string(float_format=fmt))

@@ -18,7 +18,7 @@ from eqi_core.store import ArtifactStore
 
 # Curated first-run example on the WordNet default (home page and the Latent traversal page's default):
 # a logged query whose gold sense MiniLM-L6 ranks low, fixed along the walk (chosen with `eqi traverse`).
-CURATED_TRAVERSAL_QUERY = "interest"
+CURATED_TRAVERSAL_QUERY = "hair"
 
 COLLECTION_KEY = "collection_spec"
 RANKER_KEY = "ranker_id"
