@@ -1,6 +1,7 @@
 """Figures of the Latent traversal page and of the decoder evaluation (paper Figures 2, 3 and 5)."""
 from __future__ import annotations
 
+import math
 import textwrap
 
 import pandas as pd
@@ -47,13 +48,28 @@ def trajectory(points: pd.DataFrame, path: pd.DataFrame, title: str | None = "La
     fig.add_trace(go.Scatter(
         x=path["x"], y=path["y"], mode="lines+markers+text", name="decoded steps",
         line=dict(color="#9467BD", width=2), marker=dict(size=10, color="#9467BD"),
-        text=[str(s) for s in path["step"]], textposition="top center",
-        customdata=list(zip(path["decoded"], path["target_rank"], path["ndcg10"].round(3))),
-        hovertemplate="step %{text}: <b>%{customdata[0]}</b><br>target rank %{customdata[1]}, "
-                      "nDCG@10 %{customdata[2]}<extra></extra>"))
+        text=step_labels(path), textposition="top center",
+        customdata=list(zip(path["step"], path["decoded"], path["target_rank"], path["ndcg10"].round(3))),
+        hovertemplate="step %{customdata[0]}: <b>%{customdata[1]}</b><br>target rank %{customdata[2]}, "
+                      "nDCG@10 %{customdata[3]}<extra></extra>"))
     fig.update_xaxes(showticklabels=False, title=None, zeroline=False)
     fig.update_yaxes(showticklabels=False, title=None, zeroline=False)
-    return style(fig, title, height=480)
+    fig = style(fig, title, height=520)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0), margin=dict(t=50, b=90))
+    return fig
+
+
+def step_labels(path: pd.DataFrame) -> list[str]:
+    """Step numbers, one label per run of identical decodings ("0-5"), so repeats do not overprint."""
+    labels, steps, texts = [], list(path["step"]), list(path["decoded"])
+    i = 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and texts[j + 1] == texts[i]:
+            j += 1
+        labels += [f"{steps[i]}" if i == j else f"{steps[i]}-{steps[j]}"] + [""] * (j - i)
+        i = j + 1
+    return labels
 
 
 def traversal_steps(steps: pd.DataFrame, title: str | None = "Target rank and nDCG@10 per step") -> go.Figure:
@@ -65,8 +81,11 @@ def traversal_steps(steps: pd.DataFrame, title: str | None = "Target rank and nD
     fig.add_trace(go.Scatter(x=steps["step"], y=steps["ndcg10"], name="nDCG@10", mode="lines+markers",
                              line=dict(color="#1F77B4", dash="dot"),
                              hovertemplate="step %{x}: nDCG@10 %{y:.3f}<extra></extra>"), secondary_y=True)
-    fig.update_yaxes(type="log", autorange="reversed", title_text="target rank", secondary_y=False)
-    fig.update_yaxes(range=[0, 1.05], title_text="nDCG@10", secondary_y=True)
+    worst = max(int(steps["target_rank"].max()), 2)
+    ticks = [t for t in (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000) if t <= worst * 1.5]
+    fig.update_yaxes(type="log", range=[math.log10(worst * 1.5), -0.1], tickvals=ticks, ticktext=[str(t) for t in ticks],
+                     minor=dict(showgrid=False), title_text="target rank (log)", secondary_y=False)
+    fig.update_yaxes(range=[0, 1.05], dtick=0.2, showgrid=False, title_text="nDCG@10", secondary_y=True)
     fig.update_xaxes(title_text="step k (0 = query, K = target passage)", dtick=1)
     return style(fig, title, height=360)
 
