@@ -242,7 +242,8 @@ def exposure_map_cmd(
     collection: str = CollectionOpt,
     ranker: str = DenseRankerOpt,
     depth: int = typer.Option(100, "--n-qd", min=1, max=10_000, help="n_q->d: depth of every query's results"),
-    engine: str = typer.Option("local", "--engine", help="inprocess (no Dask), local (a LocalCluster on this machine)"),
+    engine: str = typer.Option("auto", "--engine", help="auto (in-process below 10^12 flops, else local), inprocess "
+                               "(no Dask), local (a LocalCluster on this machine)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786"),
     workers: int = typer.Option(2, "--workers", min=1, max=512, help="LocalCluster workers (one thread each)"),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="per LocalCluster worker, e.g. 2GB; "
@@ -254,6 +255,8 @@ def exposure_map_cmd(
     from eqi_core.exposure.distributed import distributed_exposure_map
 
     coll = load_collection(collection)
+    if engine == "auto":  # small maps are faster without Dask's start-up and hand-offs
+        engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * 384 < 1e12 else "local"
     emap, info = distributed_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
                                           query_shard, passage_shards, tqdm_progress("exposure shards", "task"))
     counts = emap.counts()

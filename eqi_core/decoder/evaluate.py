@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from eqi_core.collection import DataError
 from eqi_core.decoder.base import words
 from eqi_core.decoder.space import DECODER_NAMES, LatentSpace
 from eqi_core.decoder.suggest import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu
@@ -163,6 +164,9 @@ def run_evaluation(space: LatentSpace, heldout_query_ids: list[str], n_queries: 
     """Everything ``eqi eval-decoder`` reports, on seeded samples of the held-out queries.
     ``progress_factory(label)`` returns a ProgressFn per stage (or None)."""
     bar = progress_factory or (lambda label: None)
+    if not heldout_query_ids:
+        raise DataError(f"{space.collection.name}: no held-out queries to evaluate on (the split holds out 10% of "
+                        "the query ids; the collection has too few queries)")
     rng = np.random.default_rng(seed)
     pool = sorted(heldout_query_ids)
     sample = lambda n: [pool[i] for i in rng.permutation(len(pool))[: min(n, len(pool))]]  # noqa: E731

@@ -1,0 +1,53 @@
+"""The latent-space and distributed-exposure commands on the tiny fixture (shipped decoder)."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from eqi_core.cli import app, main
+from tests.conftest import TINY_BEIR
+
+runner = CliRunner()
+TINY = f"beir:{TINY_BEIR}"
+
+
+@pytest.mark.parametrize("command", [["train-decoder"], ["eval-decoder"], ["traverse"], ["decode"], ["exposure-map"],
+                                     ["bench", "decoder"], ["bench", "exposure"]])
+def test_help(command):
+    result = runner.invoke(app, command + ["--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_traverse_and_decode():
+    result = runner.invoke(app, ["traverse", "river bank", "-c", TINY, "-k", "2", "--method", "neural"])
+    assert result.exit_code == 0, result.output
+    assert "target_rank" in result.output and ("what should have been asked" in result.output or "best rank" in result.output)
+    result = runner.invoke(app, ["decode", "the sloping land beside a river", "-c", TINY, "-n", "2", "--method", "neural"])
+    assert result.exit_code == 0, result.output
+    lines = [l for l in result.output.splitlines() if "\t" in l]
+    assert 1 <= len(lines) <= 2 and all(-1 <= float(l.split("\t")[0]) <= 1 for l in lines)
+
+
+def test_exposure_map_in_process():
+    result = runner.invoke(app, ["exposure-map", "-c", TINY, "-r", "minilm-l3-onnx", "--n-qd", "3"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output[result.output.index("{"):])
+    assert info["engine"] == "inprocess" and info["pairs"] == 15 and info["queries"] == 5  # auto: small map
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["traverse", "", "-c", TINY], "query: empty"),
+    (["traverse", "river bank", "-c", TINY, "--target", "nope"], "target passage 'nope'"),
+    (["traverse", "river bank", "-c", TINY, "-k", "99"], "K = 99"),
+    (["traverse", "zebra stripes", "-c", TINY], "no judged passage"),
+    (["decode", "text", "-c", TINY, "--decoder", "/no/such/decoder"], "not a decoder card"),
+    (["eval-decoder", "-c", TINY], "no held-out queries"),
+    (["exposure-map", "-c", TINY, "-r", "bm25", "--passage-shards", "2", "--engine", "inprocess"], "BM25 maps shard queries only"),
+    (["exposure-map", "-c", TINY, "--engine", "spark"], "engine 'spark'"),
+])
+def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
+    monkeypatch.setattr("sys.argv", ["eqi", *argv])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and message in err and "\n" not in err and "Traceback" not in err
