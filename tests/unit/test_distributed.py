@@ -97,3 +97,18 @@ def test_cost_model_arithmetic():
     assert m["flops"] == 2 * 1000 * 2000 * 10
     assert m["expected_seconds"] == pytest.approx(40e6 / 2e9, abs=0.1)
     assert m["bytes_moved"] == 1000 * 10 * 4 + 2 * 2000 * 10 * 4 + 1000 * 5 * 12
+
+
+def test_prepare_exposure_on_a_scheduler_address(tiny, tmp_path):
+    """`eqi exposure --scheduler ADDR` path: the EQI setup's exact map computed on a running cluster."""
+    from dask.distributed import LocalCluster
+
+    from eqi_core.exposure.evaluate import prepare_exposure
+    from eqi_core.store import ArtifactStore
+
+    store = ArtifactStore(tmp_path / "s")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        setup = prepare_exposure(tiny, "minilm-l3-onnx", store, depth=5, engine=Engine(cluster.scheduler_address))
+    local = prepare_exposure(tiny, "minilm-l3-onnx", store, depth=5)
+    assert set(zip(setup.exposure.q_idx, setup.exposure.d_idx)) == set(zip(local.exposure.q_idx, local.exposure.d_idx))
+    assert store.list("exposure-map"), "the map was built by shards into the store"
