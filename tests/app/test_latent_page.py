@@ -43,9 +43,18 @@ def test_decode_box(app):
     at = open_page(app, query="river bank")
     at.text_area(key="lat_decode_text").set_value("an institution where you deposit money and take loans").run()
     assert not at.exception, at.exception
-    decoded = at.dataframe[-1].value
-    assert "decoded query" in decoded.columns and 1 <= len(decoded) <= 5
+    decoded = [d.value for d in at.dataframe if "decoded query" in d.value.columns]
+    assert len(decoded) == 1
+    decoded = decoded[0]
+    assert 1 <= len(decoded) <= 5
     assert decoded["passage's rank"].min() >= 1
+
+
+def test_decoder_card_and_evaluation_are_shown(app):
+    at = open_page(app, query="river bank")
+    tables = [d.value for d in at.dataframe if "top1" in d.value.columns]
+    assert tables and {"neural", "neural+guided", "nearest-query"} <= set(tables[0].index)
+    assert tables[0].loc["neural+guided", "cosine"] >= 0.9
 
 
 def test_bad_input_gives_one_line_messages(app):
