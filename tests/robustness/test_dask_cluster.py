@@ -105,26 +105,43 @@ def test_local_cluster_survives_a_killed_worker(wordnet, shared_store, reference
     assert same_map(emap, reference)
 
 
+def _worker_baseline_bytes() -> int:
+    """RSS of an idle Dask worker that has imported what a shard task imports (it differs between
+    machines and environments, so the limit below is set relative to it)."""
+    from dask.distributed import Client, LocalCluster
+
+    def rss_after_imports() -> int:
+        import psutil
+
+        import eqi_core.exposure.distributed  # noqa: F401
+        import eqi_core.rankers.dense  # noqa: F401  (torch)
+
+        return psutil.Process().memory_info().rss
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        return int(list(client.run(rss_after_imports).values())[0])
+
+
 def test_passage_shards_under_a_small_worker_memory_limit(tmp_path):
-    """200,000 x 384 passages (307 MB) on one worker limited to 1 GB (whose Python, numpy, pandas and
-    torch already take ~450 MB): the planner splits the passages so a task holds at most a quarter
-    of the limit, the worker is never killed, and the top-k equals the unsharded in-process one."""
+    """One worker limited to its own idle size + 450 MB; passages 1.5x a task's budget (a quarter of
+    the limit): the planner splits them in 2, the worker is never killed (Dask kills at 95%), and the
+    top-k equals the unsharded in-process one."""
     from eqi_core.exposure.distributed import compute_grid, read_grid
 
+    limit = _worker_baseline_bytes() + (450 << 20)
+    n_docs = int(1.5 * (limit / 4) / (384 * 4))
     rng = np.random.default_rng(0)
-    docs = rng.standard_normal((200_000, 384), dtype=np.float32)
-    queries = rng.standard_normal((600, 384), dtype=np.float32)
-    np.save(tmp_path / "d.npy", docs)
-    np.save(tmp_path / "q.npy", queries)
-    del docs
+    np.save(tmp_path / "d.npy", rng.standard_normal((n_docs, 384), dtype=np.float32))
+    np.save(tmp_path / "q.npy", rng.standard_normal((600, 384), dtype=np.float32))
     inputs = {"kind": "dense", "query_emb": str(tmp_path / "q.npy"), "passage_emb": str(tmp_path / "d.npy"), "dim": 384}
-    engine = Engine("local", n_workers=1, memory_limit="1GB")
-    plan = plan_shards(600, 200_000, 384, 300, None, engine.worker_memory())
-    assert plan.passage_shards == 2  # 307 MB over a 250 MB budget per task
+    engine = Engine("local", n_workers=1, memory_limit=limit)
+    plan = plan_shards(600, n_docs, 384, 300, None, engine.worker_memory())
+    assert plan.passage_shards == 2
     (tmp_path / "dask").mkdir()
     info = compute_grid(inputs, plan, 10, engine, tmp_path / "dask")
     assert info["workers"] == 1 and info["tasks_run"] == 4
     (tmp_path / "one").mkdir()
-    compute_grid(inputs, plan_shards(600, 200_000, 384, 300, 1), 10, Engine("inprocess"), tmp_path / "one")
+    compute_grid(inputs, plan_shards(600, n_docs, 384, 300, 1), 10, Engine("inprocess"), tmp_path / "one")
     a, b = read_grid(tmp_path / "dask", 2), read_grid(tmp_path / "one", 2)
     assert a[["q", "d", "rank0"]].equals(b[["q", "d", "rank0"]])
