@@ -443,15 +443,19 @@ def decode_cmd(
     method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
     n: int = typer.Option(5, "-n", min=1, max=50),
 ) -> None:
-    """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text."""
+    """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
+    rank the text would get for it among the collection's passages."""
     from eqi_core.decoder.traversal import check_query
 
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     emb = space.encode([check_query(text)])
     cands = space.decoder(method).decode(emb, n=n)[0]
     c_emb = space.encode([c.text for c in cands])
-    for c, cos in zip(cands, c_emb @ emb[0]):
-        typer.echo(f"{cos:.3f}\t{c.text}")
+    own = c_emb @ emb[0]
+    ranks = 1 + (c_emb @ space.ranker.doc_embeddings.T > own[:, None]).sum(axis=1)  # where the text would rank
+    typer.echo("cosine\trank\tdecoded query")
+    for c, cos, rank in zip(cands, own, ranks):
+        typer.echo(f"{cos:.3f}\t{rank}\t{c.text}")
 
 
 @app.command("traverse")

@@ -24,8 +24,8 @@ def test_traverse_and_decode():
     assert "target_rank" in result.output and ("what should have been asked" in result.output or "best rank" in result.output)
     result = runner.invoke(app, ["decode", "the sloping land beside a river", "-c", TINY, "-n", "2", "--method", "neural"])
     assert result.exit_code == 0, result.output
-    lines = [l for l in result.output.splitlines() if "\t" in l]
-    assert 1 <= len(lines) <= 2 and all(-1 <= float(l.split("\t")[0]) <= 1 for l in lines)
+    lines = [l.split("\t") for l in result.output.splitlines() if "\t" in l][1:]  # after the header
+    assert 1 <= len(lines) <= 2 and all(-1 <= float(c) <= 1 and 1 <= int(r) <= 13 for c, r, _ in lines)
 
 
 def test_exposure_map_in_process():
