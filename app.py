@@ -11,7 +11,6 @@ import streamlit as st
 st.set_page_config(page_title="EQI workbench", page_icon=":material/travel_explore:", layout="wide")
 
 
-
 @st.cache_resource(show_spinner=False)
 def _warm_umap() -> bool:
     """Compile UMAP's numba kernels on a background thread once per server process, so the first

@@ -451,10 +451,8 @@ def decode_cmd(
     emb = space.encode([check_query(text)])
     cands = space.decoder(method).decode(emb, n=n)[0]
     c_emb = space.encode([c.text for c in cands])
-    own = c_emb @ emb[0]
-    ranks = 1 + (c_emb @ space.ranker.doc_embeddings.T > own[:, None]).sum(axis=1)  # where the text would rank
     typer.echo("cosine\trank\tdecoded query")
-    for c, cos, rank in zip(cands, own, ranks):
+    for c, cos, rank in zip(cands, c_emb @ emb[0], space.ranks_of_vector(c_emb, emb[0])):
         typer.echo(f"{cos:.3f}\t{rank}\t{c.text}")
 
 

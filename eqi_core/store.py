@@ -196,6 +196,10 @@ class ArtifactStore:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def clear_work_dir(self, kind: str, params: dict[str, Any]) -> None:
+        """Drop the scratch directory of a build whose artifact now exists."""
+        shutil.rmtree(self.root / kind / f"{params_key(kind, params)}.work", ignore_errors=True)
+
     def remove(self, kind: str, params: dict[str, Any]) -> None:
         shutil.rmtree(self.path_for(kind, params_key(kind, params)), ignore_errors=True)
 

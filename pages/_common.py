@@ -92,18 +92,23 @@ def _get_exposure_setup(spec: str, ranker_id: str):
     return prepare_exposure(get_collection(spec), ranker_id, get_store())
 
 
+def _dense_space_ready(encoder_id: str, collection: Collection, store: ArtifactStore) -> bool:
+    """Passage and logged-query embeddings of this encoder are in the store (cheap: no checksums)."""
+    from eqi_core.rankers.dense import embeddings_artifact
+
+    queries = embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "queries"})
+    return is_indexed(encoder_id, collection, store) and store.load(*queries, verify=False) is not None
+
+
 def exposure_setup(spec: str, ranker_id: str):
     """The exact exposure map + embedding space for EQI; the first build shows its progress."""
     from eqi_core.exposure.evaluate import prepare_exposure
-    from eqi_core.rankers.dense import embeddings_artifact
 
     collection = get_collection(spec)
     store = get_store()
     space = ranker_id if ranker_info(ranker_id).family == "dense" else "minilm-l6"
     ready = (is_indexed(ranker_id, collection, store) and has_run(ranker_id, collection, store)
-             and is_indexed(space, collection, store)
-             and store.load(*embeddings_artifact(space, {"collection": collection.fingerprint, "field": "queries"}),
-                            verify=False) is not None)
+             and _dense_space_ready(space, collection, store))
     if not ready:
         _with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
                        f"{ranker_info(ranker_id).name} (once; cached)...",
@@ -121,14 +126,11 @@ def _get_latent_space(spec: str, encoder_id: str):
 def latent_space_or_stop(spec: str, encoder_id: str):
     """The encoder's latent space with its decoders (first build shows progress), or a clear error."""
     from eqi_core.decoder.space import open_space
-    from eqi_core.rankers.dense import embeddings_artifact
 
     collection = get_collection(spec)
     store = get_store()
     try:
-        ready = is_indexed(encoder_id, collection, store) and store.load(
-            *embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "queries"}), verify=False) is not None
-        if not ready:
+        if not _dense_space_ready(encoder_id, collection, store):
             _with_progress(f"Encoding passages and logged queries with {ranker_info(encoder_id).name} (once; cached)...",
                            lambda p: open_space(collection, store, encoder_id, progress=p))
         return _get_latent_space(spec, encoder_id)

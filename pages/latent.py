@@ -100,7 +100,7 @@ frame = trav.steps
 # -- summary ----------------------------------------------------------------------------------------------
 hit = trav.first_top1()
 m1, m2, m3, m4 = st.columns(4)
-original_rank = int(space.ranks(space.encode([trav.query]), space.passage_index(target))[0])
+original_rank = int(space.ranks(trav.query_emb, space.passage_index(target))[0])
 m1.metric("Target rank for the query as typed", original_rank)
 m2.metric("Best rank along the walk", int(frame["target_rank"].min()), delta=int(original_rank - frame["target_rank"].min()) or None)
 m3.metric("Best nDCG@10 along the walk", f"{frame['ndcg10'].max():.3f}")
@@ -172,11 +172,8 @@ if pasted.strip():
         st.error(str(exc))
     else:
         c_emb = space.encode([c.text for c in cands])
-        own = (c_emb @ p_emb[0])
-        others = c_emb @ space.ranker.doc_embeddings.T
-        ranks = 1 + (others > own[:, None]).sum(axis=1)
-        st.dataframe(pd.DataFrame({"decoded query": [c.text for c in cands], "cos to passage": own,
-                                   "passage's rank": ranks}), hide_index=True, key="lat_decoded",
+        st.dataframe(pd.DataFrame({"decoded query": [c.text for c in cands], "cos to passage": c_emb @ p_emb[0],
+                                   "passage's rank": space.ranks_of_vector(c_emb, p_emb[0])}), hide_index=True, key="lat_decoded",
                      column_config={"cos to passage": st.column_config.NumberColumn(format="%.3f")})
 
 # -- how good is the decoder ----------------------------------------------------------------------------------------

@@ -127,6 +127,12 @@ class LatentSpace:
         own = scores[np.arange(len(q)), idx]
         return 1 + (scores > own[:, None]).sum(axis=1)
 
+    def ranks_of_vector(self, query_emb: np.ndarray, passage_emb: np.ndarray) -> np.ndarray:
+        """Rank a passage that is not in the collection would get among its passages, per query."""
+        q = as_matrix(query_emb)
+        own = q @ np.asarray(passage_emb, dtype=np.float32)
+        return 1 + (q @ self.ranker.doc_embeddings.T > own[:, None]).sum(axis=1)
+
     def top(self, query_emb: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         from eqi_core.rankers.dense import exact_topk
 

@@ -242,9 +242,7 @@ def train_or_load_decoder(collection: Collection, encoder, store: ArtifactStore,
         return {"steps": cfg.steps}
 
     art = store.get_or_build("decoder", params, build, sources=[f"collection:{collection.fingerprint}"])
-    import shutil
-
-    shutil.rmtree(work, ignore_errors=True)
+    store.clear_work_dir("decoder", params)
     return load_decoder(art.path, encoder)
 
 

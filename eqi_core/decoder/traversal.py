@@ -94,18 +94,19 @@ def traverse(space, query: str, target_id: str, steps: int = 10, mode: str = "li
     points = interpolate(q, d, steps, mode)
     qrels = space.qrels_for(query_id, target_id)
     texts: list[str] = []
+    encoded: list[np.ndarray] = []  # with stop-early, each step is encoded as it is decoded
     for k, point in enumerate(points):
         texts.append(dec.decode(point[None], n=1)[0][0].text)
         if progress:
             progress(k + 1, len(points))
         if stop_early:
-            rank = space.ranks(space.encode(texts[-1:]), target_index)[0]
-            if rank == 1:
+            encoded.append(space.encode(texts[-1:]))
+            if space.ranks(encoded[-1], target_index)[0] == 1:
                 points = points[: k + 1]
                 if progress:
                     progress(len(points), len(points))
                 break
-    emb = space.encode(texts)
+    emb = np.concatenate(encoded) if encoded else space.encode(texts)
     frame = pd.DataFrame({
         "step": np.arange(len(texts)),
         "fraction": np.arange(len(texts)) / steps,

@@ -277,17 +277,15 @@ def distributed_exposure_map(collection: Collection, ranker_id: str, store: Arti
     info: dict = {"engine": engine.name, "plan": asdict(plan)}
 
     def build(tmp: Path) -> dict:
-        info.update(compute_grid(inputs, plan, depth, engine, store.work_dir("exposure-map", params), progress,
-                                 on_client, max_tasks))
-        _write_inverted(store.work_dir("exposure-map", params), len(plan.query_ranges()), tmp / "map")
+        work = store.work_dir("exposure-map", params)
+        info.update(compute_grid(inputs, plan, depth, engine, work, progress, on_client, max_tasks))
+        _write_inverted(work, len(plan.query_ranges()), tmp / "map")
         meta = {"plan": asdict(plan), "engine": engine.name, "compute_seconds": info["compute_seconds"]}
         (tmp / "job.json").write_text(json.dumps(meta))
         return meta
 
     art = store.get_or_build("exposure-map", params, build, sources=[f"collection:{collection.fingerprint}"])
-    import shutil
-
-    shutil.rmtree(store.path_for("exposure-map", art.key + ".work"), ignore_errors=True)
+    store.clear_work_dir("exposure-map", params)
     info.setdefault("reused_artifact", "compute_seconds" not in info)
     return read_inverted(art.file("map"), collection, depth), info
 
