@@ -17,7 +17,7 @@ from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, run_all_queries
-from eqi_core.store import ArtifactStore
+from eqi_core.store import ArtifactStore, atomic_copy, atomic_write
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -40,10 +40,7 @@ def _echo_json(obj: dict, output: Optional[Path]) -> None:
     text = json.dumps(obj, indent=2)
     typer.echo(text)
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_suffix(output.suffix + ".part")
-        tmp.write_text(text + "\n")
-        tmp.replace(output)
+        atomic_write(output, text + "\n")
 
 
 @collections_app.command("list")
@@ -342,7 +339,6 @@ def train_decoder_cmd(
     export: Optional[Path] = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
 ) -> None:
     """Train the neural query decoder for an encoder on a collection's query log; resumable (rerun to continue)."""
-    import shutil
 
     from eqi_core.decoder.train import DecoderTraining, train_or_load_decoder
     from eqi_core.rankers import load_encoder, ranker_info
@@ -356,8 +352,7 @@ def train_decoder_cmd(
     if export:
         export.mkdir(parents=True, exist_ok=True)
         for name in ("decoder.safetensors", "card.json"):
-            shutil.copyfile(src / name, export / f".{name}.part")
-            (export / f".{name}.part").replace(export / name)
+            atomic_copy(src / name, export / name)
     card = {k: v for k, v in decoder.card.items() if k != "_folder"}
     typer.echo(json.dumps(card, indent=1, default=str))
 
@@ -428,9 +423,7 @@ def eval_decoder_cmd(
         except (OSError, json.JSONDecodeError) as exc:
             raise DataError(f"{card_path}: cannot read the card ({exc})") from None
         card["metrics"] = metrics
-        tmp = card_path.with_suffix(".json.part")
-        tmp.write_text(json.dumps(card, indent=1))
-        tmp.replace(card_path)
+        atomic_write(card_path, json.dumps(card, indent=1))
         typer.echo(f"metrics written to {card_path}")
 
 

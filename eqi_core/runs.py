@@ -7,8 +7,6 @@ so a page can warn when a metric may depend on the tie-break.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,16 +106,10 @@ class Run:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tag = (tag or self.name).replace(" ", "_") or "eqi"
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                f = self.frame
-                for q, d, r, s in zip(f["query_id"], f["doc_id"], f["rank"], f["score"]):
-                    fh.write(f"{q} Q0 {d} {r} {s:.6f} {tag}\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(path) as tmp, open(tmp, "w") as fh:
+            f = self.frame
+            for q, d, r, s in zip(f["query_id"], f["doc_id"], f["rank"], f["score"]):
+                fh.write(f"{q} Q0 {d} {r} {s:.6f} {tag}\n")
         return path
 
 

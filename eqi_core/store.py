@@ -8,6 +8,13 @@ Writes are atomic: a builder fills a private temporary directory beside the targ
 manifest is written last, and the directory is renamed into place under a file lock, so a
 crash leaves either nothing or a complete artifact. On load, checksums are verified; a
 truncated or corrupt artifact is removed and rebuilt.
+
+A temporary directory's name says who owns it (key, host, process id). A builder removes only
+temporaries that are provably abandoned: those of its own key (it holds that key's lock, so
+no one else is building it) and those whose owner process on this host is gone. A build of
+another key in progress, however long it takes, is never touched.
+
+Every other write-then-rename in the project goes through ``atomic_path`` / ``atomic_write``.
 """
 from __future__ import annotations
 
@@ -15,12 +22,14 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
-import tempfile
+import socket
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from filelock import FileLock
 
@@ -142,8 +151,9 @@ class ArtifactStore:
                 except CorruptArtifact as exc:
                     log.warning("rebuilding corrupt artifact %s/%s (%s)", kind, key, exc)
                     shutil.rmtree(final, ignore_errors=True)
-            self._sweep_temporaries(final.parent)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", suffix=".tmp", dir=final.parent))
+            sweep_abandoned(final.parent, key)
+            tmp = final.parent / temporary_name(key)
+            tmp.mkdir()
             try:
                 started = time.time()
                 extra = build(tmp) or {}
@@ -163,7 +173,7 @@ class ArtifactStore:
                     "files": files,
                     **({"meta": extra} if extra else {}),
                 }
-                _write_json_atomic(tmp / MANIFEST, manifest)
+                atomic_write(tmp / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=str))
                 os.replace(tmp, final)
                 self._journal(kind, key, manifest["build_seconds"])
             except BaseException:
@@ -181,13 +191,6 @@ class ArtifactStore:
     def builds(self) -> list[dict]:
         path = self.root / "builds.jsonl"
         return [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
-
-    @staticmethod
-    def _sweep_temporaries(parent: Path) -> None:
-        """Remove temporary build dirs left by a killed builder (we hold the lock)."""
-        for stale in parent.glob(".*.tmp"):
-            if time.time() - stale.stat().st_mtime > 5:
-                shutil.rmtree(stale, ignore_errors=True)
 
     def work_dir(self, kind: str, params: dict[str, Any]) -> Path:
         """A scratch directory that survives a killed build (checkpoints, finished shards), so a
@@ -217,7 +220,81 @@ class ArtifactStore:
         return out
 
 
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".part")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str))
-    os.replace(tmp, path)
+# -- temporaries and their owners -------------------------------------------------------------------
+_HOST = socket.gethostname().replace(".", "_") or "host"
+
+
+def temporary_name(key: str) -> str:
+    """``.<key>.<host>.<pid>.<random>.tmp``: a build directory that names its owner."""
+    return f".{key}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
+def _owner(name: str) -> tuple[str, str, int] | None:
+    """(key, host, pid) of a temporary's name, or None for a name this store did not make."""
+    parts = name[1:-len(".tmp")].split(".") if name.startswith(".") and name.endswith(".tmp") else []
+    if len(parts) != 4 or not parts[2].isdigit():
+        return None
+    return parts[0], parts[1], int(parts[2])
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def sweep_abandoned(parent: Path, own_key: str) -> list[Path]:
+    """Remove the temporaries in ``parent`` that no live builder owns; returns what was removed.
+
+    Called under ``own_key``'s lock: a temporary of that key is a killed build of ours. Any other
+    temporary is removed only when its owner is a process of this host that no longer exists
+    (on a shared file system another host's builds are left alone)."""
+    removed = []
+    for path in parent.glob(".*.tmp"):
+        owner = _owner(path.name)
+        if owner is None:
+            continue
+        key, host, pid = owner
+        if key == own_key or (host == _HOST and not process_alive(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+# -- atomic files ----------------------------------------------------------------------------------
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it is renamed onto ``path`` (atomic on
+    POSIX), on failure removed. Readers see the old file or the complete new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write text or bytes to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data)
+    return Path(path)
+
+
+def atomic_copy(src: str | Path, dst: str | Path) -> Path:
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)
+    return Path(dst)

@@ -7,7 +7,6 @@ so a killed run restarted with the same parameters continues the same trajectory
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -22,7 +21,7 @@ from eqi_core.decoder.base import words
 from eqi_core.decoder.neural import (DecoderConfig, NeuralDecoder, PrefixDecoder, Vocabulary, config_for,
                                      encoder_vocabulary, save_decoder)
 from eqi_core.progress import ProgressFn, or_tqdm
-from eqi_core.store import ArtifactStore
+from eqi_core.store import ArtifactStore, atomic_path
 
 DECODER_VERSION = 1
 
@@ -115,46 +114,38 @@ def token_matrix(vocab: Vocabulary, texts: list[str], cfg: DecoderConfig) -> tor
 
 
 # -- training loop ------------------------------------------------------------------------------
-def _lr(cfg: DecoderTraining, step: int) -> float:
+def lr_factor(cfg: DecoderTraining, step: int) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak (the multiplier LambdaLR applies)."""
     if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
+        return (step + 1) / cfg.warmup
     t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t))
 
 
-def _save_state(folder: Path, model: PrefixDecoder, opt: torch.optim.Optimizer, step: int, losses: list[float]) -> None:
-    from safetensors.torch import save_file
-
-    names = {id(p): n for n, p in model.named_parameters()}
-    tensors = {f"model/{k}": v.contiguous() for k, v in model.state_dict().items()}
-    steps = {}
-    for p, st in opt.state.items():
-        n = names[id(p)]
-        tensors[f"opt/{n}/exp_avg"] = st["exp_avg"].contiguous()
-        tensors[f"opt/{n}/exp_avg_sq"] = st["exp_avg_sq"].contiguous()
-        steps[n] = float(st["step"])
-    save_file(tensors, str(folder / "state.part"))
-    (folder / "state.json.part").write_text(json.dumps({"step": step, "losses": losses, "opt_steps": steps}))
-    (folder / "state.part").replace(folder / "state.safetensors")
-    (folder / "state.json.part").replace(folder / "state.json")
+CHECKPOINT = "state.pt"
 
 
-def _load_state(folder: Path, model: PrefixDecoder, opt: torch.optim.Optimizer) -> tuple[int, list[float]]:
-    from safetensors.torch import load_file
+def _save_state(folder: Path, model: PrefixDecoder, opt: torch.optim.Optimizer, sched, step: int,
+                losses: list[float]) -> None:
+    """One file (model, optimizer, scheduler, step, losses) renamed into place: never torn."""
+    with atomic_path(folder / CHECKPOINT) as tmp:
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "step": step, "losses": losses}, tmp)
 
-    if not (folder / "state.json").is_file() or not (folder / "state.safetensors").is_file():
+
+def _load_state(folder: Path, model: PrefixDecoder, opt: torch.optim.Optimizer, sched) -> tuple[int, list[float]]:
+    """Resume from the checkpoint (tensors and plain values only: ``weights_only=True``)."""
+    path = folder / CHECKPOINT
+    if not path.is_file():
         return 0, []
     try:
-        meta = json.loads((folder / "state.json").read_text())
-        tensors = load_file(str(folder / "state.safetensors"))
-    except Exception:  # a checkpoint torn by a kill: start over rather than fail
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # unreadable: start over rather than fail
         return 0, []
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model/")})
-    for n, p in model.named_parameters():
-        if n in meta["opt_steps"]:
-            opt.state[p] = {"step": torch.tensor(meta["opt_steps"][n]), "exp_avg": tensors[f"opt/{n}/exp_avg"],
-                            "exp_avg_sq": tensors[f"opt/{n}/exp_avg_sq"]}
-    return int(meta["step"]), list(meta["losses"])
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    return int(state["step"]), list(state["losses"])
 
 
 def train_decoder(model: PrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, cfg: DecoderTraining,
@@ -165,7 +156,8 @@ def train_decoder(model: PrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, c
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
-    start, losses = _load_state(work, model, opt) if work else (0, [])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(cfg, step))
+    start, losses = _load_state(work, model, opt, sched) if work else (0, [])
     x = torch.from_numpy(emb.astype(np.float32))
     lengths = (tokens != model.cfg.pad_id).sum(1)
     report = or_tqdm(progress, "training decoder", "step")
@@ -182,17 +174,16 @@ def train_decoder(model: PrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, c
             e[:half] = e[:half] + cfg.noise * noise / math.sqrt(e.shape[1])
             e = e / e.norm(dim=1, keepdim=True)
         ids = tokens[idx][:, : int(lengths[idx].max())]
-        for g in opt.param_groups:
-            g["lr"] = _lr(cfg, step)
         loss = model.loss(e, ids)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sched.step()
         losses.append(float(loss.detach()))
         done_here += 1
         if work and ((step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps):
-            _save_state(work, model, opt, step + 1, losses)
+            _save_state(work, model, opt, sched, step + 1, losses)
         report(step + 1, cfg.steps)
         if stop_after is not None and done_here >= stop_after:
             break

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -29,7 +28,7 @@ import pandas as pd
 from eqi_core.collection import Collection, DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn, or_tqdm
-from eqi_core.store import ArtifactStore
+from eqi_core.store import ArtifactStore, atomic_path
 
 MAP_VERSION = 2  # 2: float64 re-scoring of candidates
 DOC_BUCKETS = 16
@@ -80,9 +79,8 @@ def plan_shards(n_queries: int, n_passages: int, dim: int, query_shard: int = DE
 
 # -- tasks (run on workers: plain functions of plain arguments) ----------------------------------------
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
 
 
 def _canonical(scores: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

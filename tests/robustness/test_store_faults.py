@@ -16,6 +16,7 @@ BUILDER = textwrap.dedent("""
     from eqi_core.store import ArtifactStore
 
     root, mode, log = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    key = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 
     def build(tmp):
         with open(log, "a") as fh:
@@ -24,18 +25,19 @@ BUILDER = textwrap.dedent("""
         if mode == "hang":
             print("building", flush=True)
             time.sleep(60)  # killed here, half-written
-        time.sleep(0.5 if mode == "slow" else 0)
+        time.sleep({"slow": 0.5, "slower-than-sweep-age": 8.0}.get(mode, 0))
         (tmp / "part2.bin").write_bytes(b"y" * 1000)
 
-    art = ArtifactStore(root).get_or_build("thing", {"p": 1}, build)
+    art = ArtifactStore(root).get_or_build("thing", {"p": key}, build)
     print("done", art.key, flush=True)
 """)
 
 
-def run_builder(tmp_path: Path, mode: str) -> subprocess.Popen:
+def run_builder(tmp_path: Path, mode: str, key: int = 1) -> subprocess.Popen:
     script = tmp_path / "builder.py"
     script.write_text(BUILDER)
-    return subprocess.Popen([sys.executable, str(script), str(tmp_path / "store"), mode, str(tmp_path / "builds.log")],
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path / "store"), mode, str(tmp_path / "builds.log"),
+                             str(key)],
                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
 
 
@@ -46,10 +48,7 @@ def test_sigkill_mid_build_leaves_a_usable_store(tmp_path):
     proc.wait(10)
     store = ArtifactStore(tmp_path / "store")
     assert store.load("thing", {"p": 1}) is None  # nothing half-written is visible
-    stale = list((tmp_path / "store" / "thing").glob(".*.tmp"))
-    assert stale  # the killed builder's temporary folder is still there...
-    for s in stale:  # ...old enough to be swept by the next builder
-        os.utime(s, (time.time() - 60, time.time() - 60))
+    assert list((tmp_path / "store" / "thing").glob(".*.tmp"))  # the killed builder's temporary is still there
     done = run_builder(tmp_path, "fast")
     assert done.stdout.readline().startswith("done")
     done.wait(30)
@@ -64,6 +63,21 @@ def test_concurrent_builder_processes_build_once(tmp_path):
     assert all(o.startswith("done") for o in outputs)
     assert len({o.split()[1] for o in outputs}) == 1
     assert (tmp_path / "builds.log").read_text().count("build") == 1
+
+
+def test_concurrent_builds_of_different_keys_all_succeed(tmp_path):
+    """Regression: a build of another key of the same kind used to delete every temporary older
+    than 5 s, so any build slower than that failed when a second one started."""
+    first = run_builder(tmp_path, "slower-than-sweep-age", key=1)
+    time.sleep(6.0)  # the first build's temporary is now older than the old 5 s sweep age
+    others = [run_builder(tmp_path, "slower-than-sweep-age", key=k) for k in (2, 3)]
+    outputs = [p.communicate(timeout=90)[0] for p in [first, *others]]
+    assert all(o.startswith("done") for o in outputs), outputs
+    store = ArtifactStore(tmp_path / "store")
+    for key in (1, 2, 3):
+        art = store.load("thing", {"p": key})
+        assert art is not None and art.file("part2.bin").read_bytes() == b"y" * 1000
+    assert not list((tmp_path / "store" / "thing").glob(".*.tmp"))
 
 
 def test_corrupt_file_detected_and_rebuilt_across_processes(tmp_path):

@@ -88,16 +88,54 @@ def test_concurrent_builders_build_once(store):
     assert len(calls) == 1 and len({r.path for r in results}) == 1
 
 
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid  # exited and reaped: no such process now
+
+
 def test_stale_temporary_of_killed_builder_is_swept(store):
+    from eqi_core.store import temporary_name
+
     parent = store.root / "thing"
     parent.mkdir(parents=True)
-    stale = parent / ".deadbeef.abc.tmp"
+    mine = temporary_name("otherkey").split(".")
+    stale = parent / ".".join(mine[:3] + [str(_dead_pid())] + mine[4:])  # same host, owner gone
     stale.mkdir()
     (stale / "junk").write_text("left by a killed process")
-    old = os.path.getmtime(stale) - 60
-    os.utime(stale, (old, old))
     store.get_or_build("thing", {"p": 6}, write_file())
     assert not stale.exists()
+
+
+def test_temporary_of_a_live_builder_of_another_key_is_kept(store):
+    from eqi_core.store import params_key, sweep_abandoned, temporary_name
+
+    parent = store.root / "thing"
+    parent.mkdir(parents=True)
+    live_other = parent / temporary_name("otherkey")  # this process is alive: a build in progress
+    live_other.mkdir()
+    foreign = parent / ".somekey.another-host.1.abcd1234.tmp"  # another host's build on a shared file system
+    foreign.mkdir()
+    own_key = params_key("thing", {"p": 9})
+    own_left = parent / temporary_name(own_key)  # our own key's leftover: we hold its lock
+    own_left.mkdir()
+    removed = sweep_abandoned(parent, own_key)
+    assert removed == [own_left] and live_other.exists() and foreign.exists()
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    from eqi_core.store import atomic_path, atomic_write
+
+    target = tmp_path / "out.json"
+    atomic_write(target, "old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed mid-write")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 
 def test_build_journal_records_each_build_once(store):
