@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from eqi_core.collection import Collection
+from eqi_core.rankers.registry import embedding_dimension
 from eqi_core.store import ArtifactStore
 
 
@@ -358,7 +359,7 @@ def bench_exposure_dask(collection: Collection, store: ArtifactStore, ranker_id:
     and a given scheduler), same data, same run: queries/s, ratio to in-process, identical maps."""
     from eqi_core.exposure.distributed import Engine, distributed_exposure_map, map_params, plan_shards
 
-    plan = plan_shards(len(collection.queries), len(collection.passages), 384)
+    plan = plan_shards(len(collection.queries), len(collection.passages), embedding_dimension(ranker_id) or 1)
 
     def timed(engine: Engine) -> tuple[float, object]:
         store.remove("exposure-map", map_params(collection, ranker_id, k, plan))  # compute, do not reuse
@@ -374,7 +375,7 @@ def bench_exposure_dask(collection: Collection, store: ArtifactStore, ranker_id:
         runs[f"dask-{scheduler}"] = timed(Engine(scheduler))
     base_t, (base_map, _) = runs["inprocess"]
     n_q, n_d = len(collection.queries), len(collection.passages)
-    dim = 384 if ranker_id != "bm25" else 0
+    dim = embedding_dimension(ranker_id)
     out = {}
     for name, (t, (emap, info)) in runs.items():
         same = bool(np.array_equal(emap.q_idx, base_map.q_idx) and np.array_equal(emap.d_idx, base_map.d_idx)

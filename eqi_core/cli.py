@@ -12,11 +12,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import typer
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
-from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, run_all_queries
+from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, run_all_queries
 from eqi_core.store import ArtifactStore, atomic_copy, atomic_write
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
@@ -130,9 +130,10 @@ def tasc(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSV, LaTeX, HTML and PNG figures here"),
 ) -> None:
     """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers."""
-    from eqi_core.collection import DataError as _DataError
+    from eqi_core.errors import DataError as _DataError
     from eqi_core.coverage import compute_matrix, tasc_table
-    from eqi_core.coverage.sources import live_runs, load_run_files, release_date_for
+    from eqi_core.coverage.sources import live_runs, load_run_files
+    from eqi_core.rankers import release_date_for
     from eqi_core.loaders.trec import read_qrels
 
     store = _store()
@@ -253,7 +254,7 @@ def exposure_map_cmd(
 
     coll = load_collection(collection)
     if engine == "auto":  # small maps are faster without Dask's start-up and hand-offs
-        engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * 384 < 1e12 else "local"
+        engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * max(embedding_dimension(ranker), 1) < 1e12 else "local"
     emap, info = distributed_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
                                           query_shard, passage_shards, tqdm_progress("exposure shards", "task"))
     counts = emap.counts()
@@ -341,9 +342,9 @@ def train_decoder_cmd(
     """Train the neural query decoder for an encoder on a collection's query log; resumable (rerun to continue)."""
 
     from eqi_core.decoder.train import DecoderTraining, train_or_load_decoder
-    from eqi_core.rankers import load_encoder, ranker_info
+    from eqi_core.rankers import load_encoder, ranker_spec
 
-    if ranker_info(encoder).family != "dense":
+    if ranker_spec(encoder).family != "dense":
         raise DataError(f"--encoder {encoder}: a query decoder inverts a dense encoder; expected minilm-l6 or st:<folder>")
     cfg = DecoderTraining(steps=steps, batch_size=batch_size, passage_queries=passage_queries, n_layers=layers, seed=seed)
     coll = load_collection(collection)

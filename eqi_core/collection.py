@@ -9,15 +9,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from eqi_core.errors import DataError  # noqa: F401  (re-exported for old imports)
+
 log = logging.getLogger(__name__)
 
 PASSAGE_COLUMNS = ["doc_id", "title", "text"]
 QUERY_COLUMNS = ["query_id", "text"]
 QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
-
-
-class DataError(ValueError):
-    """Bad input: the message names the file, the line and what was expected."""
 
 
 def _frame_digest(df: pd.DataFrame) -> bytes:

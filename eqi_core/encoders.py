@@ -122,7 +122,7 @@ class OnnxMeanPoolEncoder:
         self.tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         self.tokenizer.enable_truncation(self.max_length)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.dim = 384
+        self.dim = int(next(o.shape[-1] for o in self.session.get_outputs() if o.name == self.output_name))
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         enc = self.tokenizer.encode_batch(texts)

@@ -13,6 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from eqi_core.errors import DataError
+from eqi_core.loaders.text_files import line_of_row, read_columns, read_text
+from eqi_core.store import atomic_path
+
 
 RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
 
@@ -66,10 +70,9 @@ class Run:
         return cls(name, _rank_by_score(df))
 
     @classmethod
-    def from_trec(cls, path: str | Path, name: str | None = None) -> "Run":
-        from eqi_core.loaders.trec import read_trec_run
-
-        return read_trec_run(path, name)
+    def from_trec(cls, path: str | Path, name: str | None = None, data: bytes | None = None) -> "Run":
+        """Parse a TREC run file (or its uploaded bytes); see ``read_trec_run``."""
+        return read_trec_run(path, name, data)
 
     # -- views -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -111,6 +114,32 @@ class Run:
             for q, d, r, s in zip(f["query_id"], f["doc_id"], f["rank"], f["score"]):
                 fh.write(f"{q} Q0 {d} {r} {s:.6f} {tag}\n")
         return path
+
+
+RUN_FIELDS = ["query_id", "q0", "doc_id", "rank", "score", "tag"]
+
+
+def read_trec_run(path: str | Path, name: str | None = None, data: bytes | None = None) -> Run:
+    """Parse a TREC run; a repeated (query, doc) pair or a bad line is an error naming the line."""
+    path = Path(path)
+    df = read_columns(
+        path, RUN_FIELDS, "qid Q0 docid rank score tag", data=data,
+        numeric={"rank": "int", "score": "float"},
+    )
+    dup = df.duplicated(["query_id", "doc_id"])
+    if dup.any():
+        row = int(dup.to_numpy().argmax())
+        text = read_text(path, data)
+        raise DataError(
+            f"{path}: line {line_of_row(text, row, 0)}: document {df['doc_id'].iloc[row]!r} appears twice for query "
+            f"{df['query_id'].iloc[row]!r}; expected each document once per query"
+        )
+    tags = df["tag"].unique()
+    run_name = name or (str(tags[0]) if len(tags) == 1 else path.stem)
+    # Ranks as written may be inconsistent with scores; keep the file's order but renumber 1..n.
+    df = df.sort_values(["query_id", "rank"], kind="stable")
+    df["rank"] = df.groupby("query_id").cumcount() + 1
+    return Run(run_name, df, {"source": str(path), "tag": ",".join(map(str, tags[:3]))})
 
 
 def _rank_by_score(df: pd.DataFrame) -> pd.DataFrame:

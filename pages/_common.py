@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import check_within_roots
-from eqi_core.rankers import (DEFAULT_RANKER, RANKERS, build_ranker, has_run, is_indexed, ranker_info,
+from eqi_core.rankers import (DEFAULT_RANKER, RANKERS, build_ranker, has_run, is_indexed, ranker_spec,
                               run_all_queries)
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
@@ -76,11 +77,11 @@ def live_run(spec: str, ranker_id: str, k: int = 100) -> Run:
     collection = get_collection(spec)
     store = get_store()
     if not is_indexed(ranker_id, collection, store):
-        _with_progress(f"Indexing {len(collection.passages):,} passages for {ranker_info(ranker_id).name}...",
+        _with_progress(f"Indexing {len(collection.passages):,} passages for {ranker_spec(ranker_id).name}...",
                        lambda p: build_ranker(ranker_id, collection, store, progress=p))
     if not has_run(ranker_id, collection, store, k):
         ranker = _get_ranker(spec, ranker_id)
-        _with_progress(f"Ranking {len(collection.queries):,} queries with {ranker_info(ranker_id).name}...",
+        _with_progress(f"Ranking {len(collection.queries):,} queries with {ranker_spec(ranker_id).name}...",
                        lambda p: run_all_queries(ranker, collection, store, k=k, progress=p))
     return _get_run(spec, ranker_id, k)
 
@@ -106,12 +107,12 @@ def exposure_setup(spec: str, ranker_id: str):
 
     collection = get_collection(spec)
     store = get_store()
-    space = ranker_id if ranker_info(ranker_id).family == "dense" else "minilm-l6"
+    space = ranker_id if ranker_spec(ranker_id).family == "dense" else "minilm-l6"
     ready = (is_indexed(ranker_id, collection, store) and has_run(ranker_id, collection, store)
              and _dense_space_ready(space, collection, store))
     if not ready:
         _with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
-                       f"{ranker_info(ranker_id).name} (once; cached)...",
+                       f"{ranker_spec(ranker_id).name} (once; cached)...",
                        lambda p: prepare_exposure(collection, ranker_id, store, progress=p))
     return _get_exposure_setup(spec, ranker_id)
 
@@ -131,7 +132,7 @@ def latent_space_or_stop(spec: str, encoder_id: str):
     store = get_store()
     try:
         if not _dense_space_ready(encoder_id, collection, store):
-            _with_progress(f"Encoding passages and logged queries with {ranker_info(encoder_id).name} (once; cached)...",
+            _with_progress(f"Encoding passages and logged queries with {ranker_spec(encoder_id).name} (once; cached)...",
                            lambda p: open_space(collection, store, encoder_id, progress=p))
         return _get_latent_space(spec, encoder_id)
     except DataError as exc:
@@ -163,7 +164,7 @@ def current_ranker():
     spec = st.session_state.get(COLLECTION_KEY, "wordnet")
     ranker_id = st.session_state.get(RANKER_KEY, DEFAULT_RANKER)
     try:
-        info = ranker_info(ranker_id)
+        info = ranker_spec(ranker_id)
         collection = get_collection(spec)
         if not is_indexed(ranker_id, collection, get_store()):
             # Build outside the cached function so the progress bar is live, not replayed.

@@ -4,13 +4,14 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
 from eqi_core.coverage.drilldown import side_by_side
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
-from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, release_date_for, run_files_beside
+from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, run_files_beside
+from eqi_core.rankers import release_date_for
 from eqi_core.coverage.tasc import MODES
 from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels

@@ -1,7 +1,7 @@
 """Exposure page: which queries expose a passage, exactly and by each approximate EQI method."""
 import streamlit as st
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.audit import gini, lorenz, position_in_lorenz, retrievability
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
@@ -10,7 +10,7 @@ from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.reports import exposure_report
 from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, current_ranker,
                            exposure_setup_or_stop, figure_downloads, page_header, sidebar, sync_url, with_progress)
-from eqi_core.rankers import ranker_info
+from eqi_core.rankers import ranker_spec
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
@@ -22,7 +22,7 @@ if collection is None:
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100), "exp_ndq": ("ndq", int, 50),
        "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9)}
-link = page_header("Exposure", f"Which logged queries put a passage in {ranker_info(ranker_id).name}'s top results, "
+link = page_header("Exposure", f"Which logged queries put a passage in {ranker_spec(ranker_id).name}'s top results, "
                    "and how high? Exact answer by brute force over the whole query log; approximate answers by reverse "
                    "retrieval and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).", URL)
 setup = exposure_setup_or_stop(spec, ranker_id)
@@ -129,7 +129,7 @@ if doc_id is not None:
         figures.append(lorenz_fig)
 
 meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "collection spec": spec,
-        "ranker": ranker_info(ranker_id).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,
+        "ranker": ranker_spec(ranker_id).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,
         "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq, "methods": ", ".join(names)}
 st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr),
                    f"exposure-report-{doc_id or 'pasted'}.html", "text/html", key="exp_report", type="primary")

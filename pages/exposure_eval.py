@@ -2,12 +2,12 @@
 parameters, rank-size, retrievability, query traits, training size and an expanding query log."""
 import streamlit as st
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.audit import gini, lorenz, min_document_frequency, query_traits, rank_size, retrievability, trait_probabilities
 from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_grid, table2_available, training_size_grid
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.figures import exposure as figs
-from eqi_core.rankers import ranker_info
+from eqi_core.rankers import ranker_spec
 from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup_or_stop,
                            page_header, sidebar, sync_url, with_progress)
 
@@ -19,7 +19,7 @@ if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"ev_ntest": ("ntest", int, 500), "ev_ndq": ("ndq", int, 100), "ev_steps": ("steps", int, 2000)}
-link = page_header("Exposure evaluation", f"EQI methods against the exact exposure map of {ranker_info(ranker_id).name} "
+link = page_header("Exposure evaluation", f"EQI methods against the exact exposure map of {ranker_spec(ranker_id).name} "
                    "on passages held out from training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high "
                    "it shows the passage (searcher patience γ_q→d) and how high it is listed (auditor patience γ_d→q).", URL)
 setup = exposure_setup_or_stop(spec, ranker_id)

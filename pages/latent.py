@@ -4,18 +4,18 @@ Retriever's Latent Space for Query Suggestion", EMNLP 2022)."""
 import pandas as pd
 import streamlit as st
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.decoder.space import DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
-from eqi_core.rankers import RANKERS, ranker_info
+from eqi_core.rankers import RANKERS, ranker_spec
 from pages._common import (COLLECTION_KEY, CURATED_TRAVERSAL_QUERY, RANKER_KEY, copy_link, current_collection, figure_downloads,
                            latent_space_or_stop, page_header, sidebar, sync_url)
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 DECODER_LABELS = {"neural+guided": "neural + guided correction", "neural": "neural (beam search)",
                   "nearest-query": "nearest logged query (baseline)"}
-ENCODERS = [r for r in RANKERS if ranker_info(r).family == "dense" and not r.endswith("onnx")]
+ENCODERS = [r for r in RANKERS if ranker_spec(r).family == "dense" and not r.endswith("onnx")]
 
 sidebar()
 collection = current_collection()
@@ -31,8 +31,8 @@ link = page_header("Latent traversal", "Walk from a query's embedding to a targe
                    "(Adolphs et al., EMNLP 2022).", URL)
 encoder_id = sidebar_ranker if sidebar_ranker in ENCODERS else ENCODERS[0]
 if sidebar_ranker != encoder_id:
-    st.caption(f"Traversal runs in {ranker_info(encoder_id).name}'s space: the sidebar's ranker "
-               f"({ranker_info(sidebar_ranker).name}) has no embedding space to decode.")
+    st.caption(f"Traversal runs in {ranker_spec(encoder_id).name}'s space: the sidebar's ranker "
+               f"({ranker_spec(sidebar_ranker).name}) has no embedding space to decode.")
 for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DECODER_NAMES, "neural+guided")):
     if st.session_state.get(key) not in allowed:
         st.warning(f"Ignoring {key[4:]}={st.session_state.get(key)!r}: expected one of {', '.join(allowed)}.")

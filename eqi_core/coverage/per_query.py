@@ -17,7 +17,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.runs import Run
 
 MEASURE_EXAMPLES = "nDCG@10, RR@10, R@100, AP, P@5, RBP(p=0.8), or trec_eval names such as ndcg_cut_10, recip_rank"

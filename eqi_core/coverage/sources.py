@@ -4,27 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eqi_core.collection import Collection, DataError
-from eqi_core.loaders.trec import read_trec_run
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
+from eqi_core.runs import read_trec_run
 from eqi_core.progress import ProgressFn
-from eqi_core.rankers import RANKERS, build_ranker, run_all_queries
+from eqi_core.rankers import build_ranker, run_all_queries
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
-
-# Public release dates of well-known rankers (../shared/data/README.md); users can edit them.
-KNOWN_RELEASES = {
-    "bm25": "1994-11", "bm25-rm3": "2004-07", "rm3": "2004-07", "tasb": "2021-04", "tas-b": "2021-04",
-    "splade-pp-ed": "2021-12", "splade++": "2021-12", "openai-ada2": "2022-12", "ada2": "2022-12",
-    "repllama": "2023-10",
-    **{rid: info.release_date for rid, info in RANKERS.items()},
-}
-
-
-def release_date_for(name: str) -> str:
-    """A known release date for a ranker or run name ('bm25.dl19' -> bm25), else ''."""
-    key = name.lower()
-    return KNOWN_RELEASES.get(key) or KNOWN_RELEASES.get(key.split(".")[0], "")
-
 
 def run_files_beside(collection: Collection) -> list[Path]:
     """TREC run files in a ``runs/`` folder of a file-based collection (as trec-dl19-passage has)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 
 AGGREGATIONS = ("max", "mean")
 MODES = ("chronological", "all-others")

@@ -11,7 +11,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 
 
 @dataclass(frozen=True)

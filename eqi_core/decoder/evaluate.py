@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.decoder.base import words
 from eqi_core.decoder.space import DECODER_NAMES, LatentSpace
 from eqi_core.decoder.suggest import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu

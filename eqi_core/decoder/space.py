@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.decoder.base import DecoderError, QueryDecoder, as_matrix
 from eqi_core.decoder.guided import GuidedDecoder, Neighbourhood
 from eqi_core.decoder.nearest import NearestQueryDecoder
@@ -163,9 +164,9 @@ def open_space(collection: Collection, store: ArtifactStore, encoder_id: str = "
                **guided_options) -> LatentSpace:
     """Build (or load from the store) everything a latent-space view needs for one encoder."""
     from eqi_core.exposure.reverse import query_embeddings
-    from eqi_core.rankers import build_ranker, load_encoder, ranker_info
+    from eqi_core.rankers import build_ranker, load_encoder, ranker_spec
 
-    if ranker_info(encoder_id).family != "dense":
+    if ranker_spec(encoder_id).family != "dense":
         raise DataError(f"encoder {encoder_id!r}: latent traversal needs a dense encoder (e.g. minilm-l6)")
     ranker = build_ranker(encoder_id, collection, store, progress)
     encoder = load_encoder(encoder_id)

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.decoder.base import words
 from eqi_core.decoder.neural import (DecoderConfig, NeuralDecoder, PrefixDecoder, Vocabulary, config_for,
                                      encoder_vocabulary, save_decoder)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn, or_tqdm
 from eqi_core.store import ArtifactStore, atomic_path
@@ -223,10 +224,10 @@ def run_grid(pieces: list[dict], merges: list[tuple[list[str], str]], k: int, en
 # -- the job --------------------------------------------------------------------------------------------
 def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, progress: ProgressFn | None) -> dict:
     """Paths of what workers read, built (once, in the store) on the client."""
-    from eqi_core.rankers import build_ranker, ranker_info
+    from eqi_core.rankers import build_ranker, ranker_spec
 
     ranker = build_ranker(ranker_id, collection, store, progress)
-    family = ranker_info(ranker_id).family
+    family = ranker_spec(ranker_id).family
     if family == "dense":
         from eqi_core.exposure.reverse import query_embeddings
         from eqi_core.rankers.dense import embeddings_artifact, passage_embeddings_artifact

@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap, compute_exposure_map
 from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
 from eqi_core.exposure.relq import TABLE2_SPECS, RelqSpec, relq_batch, relq_rbp
 from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings, tune_bm25_reverse
 from eqi_core.progress import ProgressFn
-from eqi_core.rankers import build_ranker, ranker_info
+from eqi_core.rankers import build_ranker, ranker_spec
 from eqi_core.rankers.dense import exact_topk
 from eqi_core.store import ArtifactStore
 
@@ -125,7 +126,7 @@ def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStor
         from eqi_core.exposure.distributed import distributed_exposure_map
 
         exposure, _ = distributed_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
-    dense = ranker if ranker_info(ranker_id).family == "dense" else build_ranker("minilm-l6", collection, store, progress)
+    dense = ranker if ranker_spec(ranker_id).family == "dense" else build_ranker("minilm-l6", collection, store, progress)
     q_emb = query_embeddings(dense.encoder, collection, store, progress)
     return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
                          dense.doc_embeddings, q_emb, store, collection.passage_texts())

@@ -12,7 +12,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers import Ranker, run_all_queries
 from eqi_core.runs import Run

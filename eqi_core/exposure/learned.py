@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers.dense import exact_topk

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.evaluate import MAX_PASSAGE_CHARS, ExposureSetup
 from eqi_core.exposure.relq import RelqSpec, relq
 from eqi_core.rankers import run_all_queries

@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from eqi_core.figures.theme import PALETTE, style
+from eqi_core.figures.theme import style
+from eqi_core.rankers.registry import PALETTE
 
 METHOD_COLOURS = {"Brute force": "#333333", "Exact": "#333333", "BM25-reverse": "#9ECAE9", "BM25-tuned": "#4C78A8",
                   "Append": "#F58518", "Residual": "#E45756"}

@@ -8,7 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from eqi_core.figures.theme import PALETTE, style
+from eqi_core.figures.theme import style
+from eqi_core.rankers.registry import PALETTE
 
 DECODER_COLOURS = {"neural": "#4C78A8", "neural+guided": "#E45756", "nearest-query": "#54A24B",
                    "RM3": "#9ECAE9", "query": "#333333"}

@@ -10,7 +10,8 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.loaders.text_files import check_id, iter_jsonl
 from eqi_core.loaders.trec import read_qrels
 

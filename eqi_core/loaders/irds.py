@@ -12,7 +12,8 @@ import os
 
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 
 
 class _DownloadRefused(RuntimeError):

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.loaders.text_files import read_columns
 from eqi_core.loaders.trec import read_qrels
 

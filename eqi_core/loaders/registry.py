@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.loaders.beir import is_beir_dir, load_beir
 from eqi_core.loaders.irds import load_irds
 from eqi_core.loaders.msmarco import is_msmarco_dir, load_msmarco

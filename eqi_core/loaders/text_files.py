@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 
 MAX_LINE_CHARS = 2_000_000
 

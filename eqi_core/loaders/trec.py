@@ -1,39 +1,13 @@
-"""TREC run files (qid Q0 docid rank score tag) and qrels (qid iter docid rel, or BEIR/MS MARCO TSV)."""
+"""TREC qrels (qid iter docid rel) and BEIR/MS MARCO TSV qrels. Run files are read by ``eqi_core.runs``."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
 
-from eqi_core.collection import QRELS_COLUMNS, DataError
-from eqi_core.loaders.text_files import line_of_row, read_columns, read_text
-from eqi_core.runs import Run
-
-RUN_FIELDS = ["query_id", "q0", "doc_id", "rank", "score", "tag"]
-
-
-def read_trec_run(path: str | Path, name: str | None = None, data: bytes | None = None) -> Run:
-    """Parse a TREC run; a repeated (query, doc) pair or a bad line is an error naming the line."""
-    path = Path(path)
-    df = read_columns(
-        path, RUN_FIELDS, "qid Q0 docid rank score tag", data=data,
-        numeric={"rank": "int", "score": "float"},
-    )
-    dup = df.duplicated(["query_id", "doc_id"])
-    if dup.any():
-        row = int(dup.to_numpy().argmax())
-        text = read_text(path, data)
-        raise DataError(
-            f"{path}: line {line_of_row(text, row, 0)}: document {df['doc_id'].iloc[row]!r} appears twice for query "
-            f"{df['query_id'].iloc[row]!r}; expected each document once per query"
-        )
-    tags = df["tag"].unique()
-    run_name = name or (str(tags[0]) if len(tags) == 1 else path.stem)
-    # Ranks as written may be inconsistent with scores; keep the file's order but renumber 1..n.
-    df = df.sort_values(["query_id", "rank"], kind="stable")
-    df["rank"] = df.groupby("query_id").cumcount() + 1
-    return Run(run_name, df, {"source": str(path), "tag": ",".join(map(str, tags[:3]))})
-
+from eqi_core.collection import QRELS_COLUMNS
+from eqi_core.errors import DataError
+from eqi_core.loaders.text_files import read_columns, read_text
 
 def read_qrels(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     """Qrels in TREC (``qid iter docid rel``) or TSV (``qid docid rel``, optional header) form.

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 
 DEFAULT_SYNSETS = 20_000
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}

@@ -65,7 +65,7 @@ def test_live_bm25_on_cranfield(shared_store):
 def test_tasc_on_dl19_six_runs(dl19_runs):
     """The six real runs: TaSC is bounded by the metric mean, and max aggregation never exceeds mean."""
     from eqi_core.coverage import compute_matrix, tasc_table
-    from eqi_core.coverage.sources import release_date_for
+    from eqi_core.rankers import release_date_for
 
     qrels = load_collection(str(shared_dataset("trec-dl19-passage"))).qrels
     m = compute_matrix(dl19_runs, qrels, "ndcg_cut_10")

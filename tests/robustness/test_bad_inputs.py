@@ -5,10 +5,11 @@ import zipfile
 
 import pytest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.coverage.sources import load_uploaded_runs
 from eqi_core.loaders import load_collection
-from eqi_core.loaders.trec import read_qrels, read_trec_run
+from eqi_core.loaders.trec import read_qrels
+from eqi_core.runs import read_trec_run
 
 GOOD_CORPUS = '{"_id": "d1", "text": "first"}\n{"_id": "d2", "text": "second"}\n'
 GOOD_QUERIES = '{"_id": "q1", "text": "a query"}\n'

@@ -4,7 +4,7 @@ import subprocess
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.loaders.registry import check_within_roots
 from tests.conftest import FIXTURES, ROOT, TINY_BEIR
 

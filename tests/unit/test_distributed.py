@@ -3,7 +3,7 @@ resumption after a stop; BM25; bad engine names; the cost model."""
 import numpy as np
 import pytest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.distributed import Engine, _canonical, distributed_exposure_map, plan_shards
 
 

@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 import torch
 
-from eqi_core.collection import Collection, DataError
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
 from eqi_core.exposure.audit import gini, lorenz, retrievability
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.exposure.learned import ExposureModel, Head, TrainingConfig, TripleSampler, algorithm1, train_exposure_model

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eqi_core.cli import app, main
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.evaluate import evaluate_lists, patience_grid, prepare_exposure, run_table2, table2
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure

@@ -4,11 +4,12 @@ import zipfile
 
 import pytest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.loaders import load_collection, parse_spec
 from eqi_core.loaders.beir import load_beir
 from eqi_core.loaders.msmarco import load_msmarco
-from eqi_core.loaders.trec import read_qrels, read_trec_run
+from eqi_core.loaders.trec import read_qrels
+from eqi_core.runs import read_trec_run
 from tests.conftest import TINY_BEIR
 
 

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.coverage import compute_matrix, parse_measure
 from eqi_core.coverage.drilldown import side_by_side
 from eqi_core.coverage.significance import holm, pairwise_tests

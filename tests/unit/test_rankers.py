@@ -5,11 +5,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from eqi_core.rankers import build_ranker, ranker_info, run_all_queries
+from eqi_core.rankers import build_ranker, ranker_spec, run_all_queries
 from eqi_core.rankers.bm25 import make_tokenizer
 from eqi_core.rankers.dense import exact_topk
 from eqi_core.rankers.splade import rowwise_topk
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 
 
 def bm25_reference(docs, query, k1=0.9, b=0.4):
@@ -130,7 +130,7 @@ def test_run_all_queries_cached(tiny, store):
 
 def test_unknown_ranker():
     with pytest.raises(DataError, match="unknown; expected one of bm25"):
-        ranker_info("tfidf")
+        ranker_spec("tfidf")
 
 
 def test_local_sentence_transformers_folder(tiny, store, tmp_path):

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.exposure.relq import EXH, NDCG, RBP, RelqSpec, relq, relq_exh_ndcg, relq_rbp
 
 INF = math.inf

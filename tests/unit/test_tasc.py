@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eqi_core.collection import DataError
+from eqi_core.errors import DataError
 from eqi_core.coverage.tasc import bootstrap_ci, chronological_order, reference_sets, tasc, tasc_table
 
 # 4 queries, rankers released A (2019) < B (2020) < C (2021)
