@@ -1,5 +1,5 @@
 """Search-transparency workbench: the dashboard shell. Each page draws the shared sidebar itself
-(pages/_common.py), so collection and ranker choices follow the user from page to page."""
+(pages/_sidebar.py), so collection and ranker choices follow the user from page to page."""
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

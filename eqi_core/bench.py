@@ -196,7 +196,7 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
     latency of one-passage approximate EQI (encode + search) over the full log of ``full``."""
     import faiss
 
-    from eqi_core.exposure.evaluate import prepare_exposure
+    from eqi_core.exposure.setup import prepare_exposure
     from eqi_core.exposure.learned import LearnedEQI, TrainingConfig
     from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings
     from eqi_core.rankers import load_encoder
@@ -357,17 +357,17 @@ def bench_exposure_dask(collection: Collection, store: ArtifactStore, ranker_id:
                         workers: tuple[int, ...] = (1, 2), scheduler: str | None = None) -> dict:
     """The same sharded exact exposure map in-process and on Dask (LocalCluster with 1 and 2 workers,
     and a given scheduler), same data, same run: queries/s, ratio to in-process, identical maps."""
-    from eqi_core.exposure.distributed import Engine, distributed_exposure_map, map_params, plan_shards
+    from eqi_core.exposure.distributed import Engine, compute_exposure_map, map_params, plan_shards
 
     plan = plan_shards(len(collection.queries), len(collection.passages), embedding_dimension(ranker_id) or 1)
 
     def timed(engine: Engine) -> tuple[float, object]:
         store.remove("exposure-map", map_params(collection, ranker_id, k, plan))  # compute, do not reuse
         start = time.perf_counter()
-        emap, info = distributed_exposure_map(collection, ranker_id, store, k, engine)
+        emap, info = compute_exposure_map(collection, ranker_id, store, k, engine)
         return time.perf_counter() - start, (emap, info)
 
-    distributed_exposure_map(collection, ranker_id, store, k, Engine("inprocess"))  # inputs built, caches warm
+    compute_exposure_map(collection, ranker_id, store, k, Engine("inprocess"))  # inputs built, caches warm
     runs = {"inprocess": timed(Engine("inprocess"))}
     for w in workers:
         runs[f"dask-local-{w}"] = timed(Engine("local", n_workers=w))

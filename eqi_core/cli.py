@@ -178,7 +178,7 @@ def tasc(
 
 
 def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: Optional[str] = None):
-    from eqi_core.exposure.evaluate import prepare_exposure
+    from eqi_core.exposure.setup import prepare_exposure
 
     store = _store()
     c = load_collection(collection, store)
@@ -215,8 +215,7 @@ def exposure(
     for arch in ("residual",):
         model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
         methods[model.name] = model
-    r = build_ranker(ranker, setup.collection, setup.store)
-    pe = passage_exposure(setup, methods, [spec, relq_exh_ndcg(n_dq)], n_qd, n_dq, doc_id=passage, text=text, ranker=r)
+    pe = passage_exposure(setup, methods, [spec, relq_exh_ndcg(n_dq)], n_qd, n_dq, doc_id=passage, text=text)
     typer.echo(f"# passage {pe.doc_id or '(pasted)'}: {pe.text[:120]}")
     for note in pe.notes:
         typer.echo(f"note: {note}", err=True)
@@ -250,12 +249,12 @@ def exposure_map_cmd(
     passage_shards: Optional[int] = typer.Option(None, "--passage-shards", min=1, help="split the passages (dense only)"),
 ) -> None:
     """The exact exposure map by shards on Dask (or in-process): resumable, written as partitioned Parquet in the store."""
-    from eqi_core.exposure.distributed import distributed_exposure_map
+    from eqi_core.exposure.distributed import compute_exposure_map
 
     coll = load_collection(collection)
     if engine == "auto":  # small maps are faster without Dask's start-up and hand-offs
         engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * max(embedding_dimension(ranker), 1) < 1e12 else "local"
-    emap, info = distributed_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
+    emap, info = compute_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
                                           query_shard, passage_shards, tqdm_progress("exposure shards", "task"))
     counts = emap.counts()
     typer.echo(json.dumps({**info, "queries": len(emap.query_ids), "passages": len(emap.doc_ids), "pairs": int(len(emap.q_idx)),
@@ -310,17 +309,14 @@ def eval_exposure(
         output_dir.mkdir(parents=True, exist_ok=True)
         res["table"].to_csv(output_dir / "table2.csv")
         res["per_passage"].to_csv(output_dir / "per_passage.csv", index=False)
-    n_q = len(setup.exposure.query_ids)
     if grid:
-        t3 = training_size_grid(setup, res["test_docs"], [n_q // 4, n_q // 2, n_q], [1000, 2500, 5000], config, n_dq,
-                                tqdm_progress("grid", "step"))
+        t3 = training_size_grid(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("grid", "step"))
         typer.echo("Training-size grid (Residual, RELQ_RBP,RBP(0.5,0.9)):")
         typer.echo(t3.to_string(float_format=lambda v: f"{v:.3f}"))
         if output_dir:
             t3.to_csv(output_dir / "table3.csv")
     if expanding:
-        f2 = expanding_log(setup, res["test_docs"], [0.25, 0.5, 0.75], [0.25, 0.5, 0.75, 1.0], config, n_dq,
-                           progress=tqdm_progress("expanding log", "step"))
+        f2 = expanding_log(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("expanding log", "step"))
         typer.echo("Expanding log (no retraining):")
         typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         if output_dir:
@@ -439,15 +435,11 @@ def decode_cmd(
 ) -> None:
     """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
     rank the text would get for it among the collection's passages."""
-    from eqi_core.decoder.traversal import check_query
-
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
-    emb = space.encode([check_query(text)])
-    cands = space.decoder(method).decode(emb, n=n)[0]
-    c_emb = space.encode([c.text for c in cands])
+    decoded = space.decode_text(text, method, n)
     typer.echo("cosine\trank\tdecoded query")
-    for c, cos, rank in zip(cands, c_emb @ emb[0], space.ranks_of_vector(c_emb, emb[0])):
-        typer.echo(f"{cos:.3f}\t{rank}\t{c.text}")
+    for row in decoded.itertuples(index=False):
+        typer.echo(f"{row[2]:.3f}\t{row[3]}\t{row[0]}")
 
 
 @app.command("traverse")

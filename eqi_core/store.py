@@ -50,6 +50,15 @@ def params_key(kind: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def content_digest(*parts: Any) -> str:
+    """A short hash of values and bytes (cache keys for uploads and selections)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -3,7 +3,9 @@ import streamlit as st
 
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
-from pages._common import CURATED_TRAVERSAL_QUERY, copy_link, current_collection, current_ranker, sidebar, sync_url, url_state
+from pages._sidebar import sidebar
+from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker
+from pages._url import copy_link, sync_url, url_state
 
 sidebar()
 collection = current_collection()

@@ -1,12 +1,11 @@
 """Ranker coverage page: per-query comparison and TaSC (do rankers solve the same queries?)."""
-import hashlib
-
 import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
-from eqi_core.coverage.drilldown import side_by_side
+from eqi_core.coverage.drilldown import query_judgments, query_metrics, side_by_side, solved_only_table
+from eqi_core.store import content_digest
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
@@ -17,10 +16,11 @@ from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
 from eqi_core.reports import coverage_report
 from eqi_core.rankers import RANKERS
-from pages._common import (COLLECTION_KEY, as_list, copy_link, current_collection, figure_downloads, live_run,
-                           page_header, sidebar, sync_url)
+from pages._exports import PLOT_CONFIG, figure_downloads
+from pages._sidebar import COLLECTION_KEY, sidebar
+from pages._state import current_collection, live_run
+from pages._url import as_list, copy_link, page_header, sync_url
 
-PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
 
 sidebar()
@@ -60,13 +60,6 @@ def tasc_for(values: pd.DataFrame, mode: str, dates: tuple, baseline: str | None
     return table, weights
 
 
-def digest(*parts) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(repr(p).encode() if not isinstance(p, bytes) else p)
-    return h.hexdigest()[:16]
-
-
 # -- inputs ----------------------------------------------------------------------------------
 with st.container(border=True):
     st.markdown("**Rankings to compare**")
@@ -97,7 +90,7 @@ try:
         runs.update(uploaded_runs(upload_items))
     if qrels_upload is not None:
         qrels = read_qrels(qrels_upload.name, data=qrels_upload.getvalue())
-        qrels_key = digest(qrels_upload.getvalue())
+        qrels_key = content_digest(qrels_upload.getvalue())
     else:
         qrels, qrels_key = collection.qrels, collection.fingerprint
     if len(runs) < 2:
@@ -126,7 +119,7 @@ with c4.popover("Release dates", icon=":material/calendar_month:"):
                             column_config={"release": st.column_config.TextColumn("release (YYYY-MM)")})
 dates = tuple(zip(edited["ranker"], edited["release"].fillna("")))
 
-runs_key = digest(spec, tuple(live_ids), tuple(chosen_files), tuple((n, digest(b)) for n, b in upload_items))
+runs_key = content_digest(spec, tuple(live_ids), tuple(chosen_files), tuple((n, content_digest(b)) for n, b in upload_items))
 try:
     values, notes, measure_name = metric_matrix(runs, runs_key, qrels, qrels_key, measure)
     table, weights = tasc_for(values, mode, dates, baseline if mode == "chronological" else None)
@@ -182,17 +175,11 @@ if st.session_state.get("cov_query") not in set(values.index):
     st.session_state["cov_query"] = values.index[0]
 qid = st.selectbox("Query", list(values.index), key="cov_query",
                    format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}")
-judgments = qrels[qrels["query_id"] == qid].set_index("doc_id")["relevance"].to_dict()
-per_ranker = values.loc[qid].rename(measure_name).to_frame()
-per_ranker["TaSC weight (1 - agg of references)"] = [
-    ", ".join(f"{agg}: {weights.loc[qid, f'{r} ({agg})']:.3f}" for agg in ("max", "mean") if f"{r} ({agg})" in weights)
-    or "—" for r in per_ranker.index]
-st.dataframe(per_ranker, width="stretch", key="cov_query_metrics")
+judgments = query_judgments(qrels, qid)
+st.dataframe(query_metrics(values, weights, qid, measure_name), width="stretch", key="cov_query_metrics")
 st.dataframe(side_by_side(runs, judgments, qid, k=10), hide_index=True, width="stretch", key="cov_side_by_side")
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
-    st.dataframe(pd.DataFrame({"ranker": names, "queries solved only by it": [len(solved_only[r]) for r in names],
-                               "examples": [", ".join(f"{q} ({texts.get(q, '')[:30]})" for q in solved_only[r][:5]) for r in names]}),
-                 hide_index=True, width="stretch")
+    st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 
 meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "qrels": qrels_key,
         "rankings": ", ".join(names), "measure": measure_name, "mode": mode, "baseline": baseline if mode == "chronological" else "—",

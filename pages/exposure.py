@@ -2,17 +2,19 @@
 import streamlit as st
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.audit import gini, lorenz, position_in_lorenz, retrievability
+from eqi_core.exposure.audit import summarise_retrievability
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.reports import exposure_report
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, current_ranker,
-                           exposure_setup_or_stop, figure_downloads, page_header, sidebar, sync_url, with_progress)
+from pages._exports import PLOT_CONFIG, figure_downloads
+from pages._progress import with_progress
+from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
+from pages._state import current_collection, exposure_setup_or_stop
+from pages._url import copy_link, page_header, sync_url
 from eqi_core.rankers import ranker_spec
 
-PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
 
 sidebar()
@@ -78,9 +80,8 @@ if source == "Paste a new passage" and not (text or "").strip():
     st.stop()
 main_spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
 try:
-    ranker = current_ranker() if doc_id is None else None  # cached across reruns and sessions
     result = passage_exposure(setup, methods, [main_spec, relq_rbp(1.0, 1.0, n_dq), relq_exh_ndcg(n_dq)], n_qd, n_dq,
-                              doc_id=doc_id, text=text, ranker=ranker)
+                              doc_id=doc_id, text=text)
 except DataError as exc:
     st.error(str(exc))
     st.stop()
@@ -119,12 +120,12 @@ figures = [fig] if chosen and result.exact is not None else []
 retr = None
 if doc_id is not None:
     with st.expander("Retrievability: where this passage sits among all passages"):
-        r = retrievability(setup.exposure, n_qd)
+        summary = summarise_retrievability(setup.exposure, n_qd)
         doc = setup.exposure.doc_index(doc_id)
-        retr = {"r": int(r[doc]), "cutoff": n_qd, "share_below": position_in_lorenz(r, doc), "gini": gini(r)}
-        st.caption(f"r(d) = {int(r[doc])} queries rank it within their top {n_qd}; "
-                   f"{(r == 0).mean():.1%} of passages are never retrieved; Gini {gini(r):.3f}.")
-        lorenz_fig = lorenz_curve(lorenz(r), gini(r), position_in_lorenz(r, doc), doc_id)
+        retr = summary.of(doc)
+        st.caption(f"r(d) = {retr['r']} queries rank it within their top {n_qd}; "
+                   f"{summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
+        lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id)
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
         figures.append(lorenz_fig)
 

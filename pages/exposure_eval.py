@@ -3,15 +3,18 @@ parameters, rank-size, retrievability, query traits, training size and an expand
 import streamlit as st
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.audit import gini, lorenz, min_document_frequency, query_traits, rank_size, retrievability, trait_probabilities
+from eqi_core.exposure.audit import (min_document_frequency, query_traits, rank_size, summarise_retrievability,
+                                    trait_probabilities)
 from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_grid, table2_available, training_size_grid
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
-from pages._common import (COLLECTION_KEY, RANKER_KEY, copy_link, current_collection, exposure_setup_or_stop,
-                           page_header, sidebar, sync_url, with_progress)
+from pages._progress import with_progress
+from pages._exports import PLOT_CONFIG
+from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
+from pages._state import current_collection, exposure_setup_or_stop
+from pages._url import copy_link, page_header, sync_url
 
-PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 
 sidebar()
 collection = current_collection()
@@ -78,10 +81,10 @@ with tab_size:
     st.plotly_chart(figs.rank_size(rank_size(setup.exposure, test, {n: lists[n] for n in names})), config=PLOT_CONFIG, key="ev_rank_size")
 with tab_retr:
     cutoff = st.slider("Cutoff c", 1, setup.depth, min(10, setup.depth), key="ev_cutoff")
-    r = retrievability(setup.exposure, cutoff)
-    st.caption(f"{(r == 0).mean():.1%} of {len(r):,} passages are in no query's top {cutoff}; "
-               f"the most retrievable is in {int(r.max()):,} queries' top {cutoff}.")
-    st.plotly_chart(figs.lorenz_curve(lorenz(r), gini(r)), config=PLOT_CONFIG, key="ev_lorenz")
+    summary = summarise_retrievability(setup.exposure, cutoff)
+    st.caption(f"{summary.never_retrieved:.1%} of {len(summary.values):,} passages are in no query's top {cutoff}; "
+               f"the most retrievable is in {int(summary.values.max()):,} queries' top {cutoff}.")
+    st.plotly_chart(figs.lorenz_curve(summary.curve, summary.gini), config=PLOT_CONFIG, key="ev_lorenz")
 with tab_traits:
     tr = traits(collection.fingerprint)
     by = st.radio("Group queries by", ["length", "min_df"], horizontal=True, key="ev_trait",
@@ -90,19 +93,18 @@ with tab_traits:
     frame = trait_probabilities(setup.exposure, test, {n: lists[n] for n in names}, tr, by, bins)
     st.plotly_chart(figs.trait_curves(frame, by), config=PLOT_CONFIG, key="ev_traits")
 with tab_train:
-    n_q = len(setup.exposure.query_ids)
     st.caption("Each cell trains a Residual head (cached); the growing-log lines are evaluated without retraining.")
     if st.button("Compute the training-size grid", key="ev_grid"):
         holder = {}
         with_progress("Training Residual heads for the grid...", lambda p: holder.update(
-            t=training_size_grid(setup, test, [n_q // 4, n_q // 2, n_q], [1000, 2500, 5000], config, int(n_dq), p)))
+            t=training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p)))
         st.session_state["ev_grid_result"] = holder["t"]
     if "ev_grid_result" in st.session_state:
         st.plotly_chart(figs.training_size(st.session_state["ev_grid_result"]), config=PLOT_CONFIG, key="ev_grid_fig")
     if st.button("Simulate a growing query log", key="ev_expand"):
         holder = {}
         with_progress("Training on part of the log, evaluating as it grows...", lambda p: holder.update(
-            f=expanding_log(setup, test, [0.25, 0.5, 0.75], [0.25, 0.5, 0.75, 1.0], config, int(n_dq), progress=p)))
+            f=expanding_log(setup, test, base=config, n_dq=int(n_dq), progress=p)))
         st.session_state["ev_expand_result"] = holder["f"]
     if "ev_expand_result" in st.session_state:
         st.plotly_chart(figs.expanding_log(st.session_state["ev_expand_result"]), config=PLOT_CONFIG, key="ev_expand_fig")

@@ -9,10 +9,11 @@ from eqi_core.decoder.space import DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import RANKERS, ranker_spec
-from pages._common import (COLLECTION_KEY, CURATED_TRAVERSAL_QUERY, RANKER_KEY, copy_link, current_collection, figure_downloads,
-                           latent_space_or_stop, page_header, sidebar, sync_url)
+from pages._exports import PLOT_CONFIG, figure_downloads
+from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
+from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_space_or_stop
+from pages._url import copy_link, page_header, sync_url
 
-PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
 DECODER_LABELS = {"neural+guided": "neural + guided correction", "neural": "neural (beam search)",
                   "nearest-query": "nearest logged query (baseline)"}
 ENCODERS = [r for r in RANKERS if ranker_spec(r).family == "dense" and not r.endswith("onnx")]
@@ -146,12 +147,7 @@ elif st.session_state.get("_lat_step_walk") != params or st.session_state.get("l
 st.session_state["_lat_step_walk"] = params
 step = st.selectbox("Results of step", step_options, key="lat_step_pick",
                     format_func=lambda k: f"{k}: {frame['decoded'].iloc[k]}")
-scores, idx = space.top(trav.decoded_emb[step][None], 10)
-judged = space.qrels_for(trav.query_id, target)
-top = pd.DataFrame({"rank": range(1, len(idx[0]) + 1), "doc_id": [str(space.doc_ids[j]) for j in idx[0]],
-                    "score": scores[0], "passage": [texts.get(str(space.doc_ids[j]), "") for j in idx[0]]})
-top["grade"] = top["doc_id"].map(lambda d: judged.get(d, 0))
-top["target"] = top["doc_id"].eq(target).map({True: "◀ target", False: ""})
+top = space.judged_top(trav.decoded_emb[step], trav.query_id, target, 10)
 st.dataframe(top, hide_index=True, key="lat_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
 
 # -- decode box --------------------------------------------------------------------------------------------------
@@ -163,17 +159,12 @@ d1, d2 = st.columns([3, 1])
 decode_with = d1.selectbox("Decoder", DECODER_NAMES, key="lat_decode_method", format_func=DECODER_LABELS.get)
 n_decoded = d2.number_input("Queries", 1, 10, 5, key="lat_decode_n")
 if pasted.strip():
-    from eqi_core.decoder.traversal import check_query
-
     try:
-        p_emb = space.encode([check_query(pasted)])
-        cands = space.decoder(decode_with).decode(p_emb, n=int(n_decoded))[0]
+        decoded = space.decode_text(pasted, decode_with, int(n_decoded))
     except DataError as exc:
         st.error(str(exc))
     else:
-        c_emb = space.encode([c.text for c in cands])
-        st.dataframe(pd.DataFrame({"decoded query": [c.text for c in cands], "cos to passage": c_emb @ p_emb[0],
-                                   "passage's rank": space.ranks_of_vector(c_emb, p_emb[0])}), hide_index=True, key="lat_decoded",
+        st.dataframe(decoded, hide_index=True, key="lat_decoded",
                      column_config={"cos to passage": st.column_config.NumberColumn(format="%.3f")})
 
 # -- how good is the decoder ----------------------------------------------------------------------------------------

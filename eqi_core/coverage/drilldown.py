@@ -1,4 +1,5 @@
-"""One query across rankers: top-k side by side with judged grades (DiffIR-style)."""
+"""One query across rankers: its metric and TaSC weight per ranker, top-k side by side with judged
+grades (DiffIR-style), and the queries only one ranker solves."""
 from __future__ import annotations
 
 import pandas as pd
@@ -15,3 +16,23 @@ def side_by_side(runs: dict[str, Run], judgments: dict[str, int], query_id: str,
         out[name] = docs
         out[f"{name} grade"] = [judgments.get(d) if d is not None else None for d in docs]
     return out
+
+
+def query_metrics(values: pd.DataFrame, weights: pd.DataFrame, query_id: str, measure: str) -> pd.DataFrame:
+    """Per ranker: the query's metric and its TaSC weights (1 - aggregate of the references)."""
+    out = values.loc[query_id].rename(measure).to_frame()
+    out["TaSC weight (1 - agg of references)"] = [
+        ", ".join(f"{agg}: {weights.loc[query_id, f'{r} ({agg})']:.3f}" for agg in ("max", "mean")
+                  if f"{r} ({agg})" in weights) or "—" for r in out.index]
+    return out
+
+
+def query_judgments(qrels: pd.DataFrame, query_id: str) -> dict[str, int]:
+    return qrels[qrels["query_id"] == query_id].set_index("doc_id")["relevance"].to_dict()
+
+
+def solved_only_table(solved_only: dict[str, list[str]], query_text: dict[str, str], examples: int = 5) -> pd.DataFrame:
+    """How many queries only each ranker solves, with a few examples."""
+    return pd.DataFrame({"ranker": list(solved_only), "queries solved only by it": [len(v) for v in solved_only.values()],
+                         "examples": [", ".join(f"{q} ({query_text.get(q, '')[:30]})" for q in v[:examples])
+                                      for v in solved_only.values()]})

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+
+from eqi_core.store import atomic_write
 
 SLIDE_SCALE = 3  # 3x a 1000-px-wide figure: sharp on a projector
 
@@ -33,10 +37,52 @@ def figure_html(fig: go.Figure) -> str:
     return fig.to_html(full_html=True, include_plotlyjs=True)
 
 
+def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 1, width: int = 1000, height: int | None = None) -> bytes:
+    """PNG or SVG bytes via kaleido (which drives the system's chromium). Kaleido's browser driver
+    logs and prints tracebacks from its own threads even when the image comes out fine; they are
+    kept off the terminal, and a real failure is one line (FigureExportError)."""
+    with quiet_stderr() as captured:
+        try:
+            return fig.to_image(format=fmt, scale=scale, width=width, height=height or fig.layout.height or 420)
+        except Exception as exc:  # kaleido raises many kinds; the user needs one sentence
+            lines = str(exc).strip().splitlines() or captured().strip().splitlines() or [type(exc).__name__]
+            raise FigureExportError(f"could not render the figure as {fmt.upper()} with kaleido: {lines[-1]}") from None
+
+
 def write_figure(fig: go.Figure, path: Path, fmt: str = "png") -> Path:
-    """PNG or SVG at slide resolution via kaleido (which drives the system's chromium)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.part")
-    fig.write_image(str(tmp), format=fmt, scale=SLIDE_SCALE if fmt == "png" else 1, width=1000, height=fig.layout.height or 420)
-    os.replace(tmp, path)
-    return path
+    """PNG or SVG at slide resolution, written atomically."""
+    return atomic_write(path, figure_image(fig, fmt, scale=SLIDE_SCALE if fmt == "png" else 1))
+
+
+class FigureExportError(RuntimeError):
+    """A static image could not be rendered (kaleido or its browser failed)."""
+
+
+@contextmanager
+def quiet_stderr():
+    """Send file descriptor 2 (and the loggers of kaleido's browser driver) to a temporary file for
+    the duration; yields a function returning what was captured."""
+    import logging
+    import tempfile
+
+    loggers = [logging.getLogger(n) for n in ("kaleido", "choreographer", "logistro")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+
+        def captured() -> str:
+            sink.seek(0)
+            return sink.read().decode(errors="replace")
+
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)

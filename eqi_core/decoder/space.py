@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
@@ -152,6 +153,28 @@ class LatentSpace:
         for m in ir_measures.iter_calc([nDCG @ 10], judged, {k: v for k, v in run.items() if k in judged}):
             out[int(m.query_id)] = m.value
         return out
+
+    def decode_text(self, text: str, method: str = "neural+guided", n: int = 5) -> pd.DataFrame:
+        """Queries decoded from a text's embedding (e.g. a passage), each with its cosine to the text
+        and the rank the text would get for it among the collection's passages (page and CLI)."""
+        from eqi_core.decoder.traversal import check_query
+
+        emb = self.encode([check_query(text)])
+        cands = self.decoder(method).decode(emb, n=n)[0]
+        c_emb = self.encode([c.text for c in cands])
+        return pd.DataFrame({"decoded query": [c.text for c in cands], "source": [c.source for c in cands],
+                             "cos to passage": c_emb @ emb[0], "passage's rank": self.ranks_of_vector(c_emb, emb[0])})
+
+    def judged_top(self, query_emb: np.ndarray, query_id: str | None, target_id: str, k: int = 10) -> pd.DataFrame:
+        """A point's top-k passages with their grades (the query's judgments, else the target as the
+        one relevant passage) and the target marked."""
+        scores, idx = self.top(query_emb[None] if np.ndim(query_emb) == 1 else query_emb, k)
+        grades = self.qrels_for(query_id, target_id)
+        texts = self.collection.passage_texts()
+        ids = [str(self.doc_ids[j]) for j in idx[0]]
+        return pd.DataFrame({"rank": range(1, len(ids) + 1), "doc_id": ids, "score": scores[0],
+                             "passage": [texts[j] for j in idx[0]], "grade": [grades.get(d, 0) for d in ids],
+                             "target": ["◀ target" if d == target_id else "" for d in ids]})
 
     def qrels_for(self, query_id: str | None, target_id: str) -> dict[str, int]:
         """The query's judgments when it has any, else the target passage as the one relevant."""

@@ -7,6 +7,8 @@ count with r(d) = 0. Inequality is the Gini coefficient of r over all passages.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -44,6 +46,27 @@ def lorenz(values: np.ndarray, points: int = 200) -> pd.DataFrame:
 def position_in_lorenz(values: np.ndarray, doc: int) -> float:
     """Share of passages less retrievable than ``doc`` (its x position on the Lorenz curve)."""
     return float((values < values[doc]).mean())
+
+
+@dataclass
+class RetrievabilitySummary:
+    """r(d) of every passage at one cutoff, with its inequality, computed once per (map, cutoff)."""
+
+    values: np.ndarray
+    cutoff: int
+    gini: float
+    never_retrieved: float  # share of passages with r(d) = 0
+    curve: pd.DataFrame  # the Lorenz curve
+
+    def of(self, doc: int) -> dict:
+        """One passage's r(d) and its place on the Lorenz curve (the Exposure page and its report)."""
+        return {"r": int(self.values[doc]), "cutoff": self.cutoff, "share_below": position_in_lorenz(self.values, doc),
+                "gini": self.gini}
+
+
+def summarise_retrievability(exposure: ExposureMap, cutoff: int = 100) -> RetrievabilitySummary:
+    r = retrievability(exposure, cutoff)
+    return RetrievabilitySummary(r, cutoff, gini(r), float((r == 0).mean()) if len(r) else 0.0, lorenz(r))
 
 
 def rank_size(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Exact exposure maps on a Dask cluster (or in-process), resumable, sharded by queries and passages.
+"""The exact exposure map: the one builder, run in-process by default or on a Dask cluster,
+resumable, sharded by queries and passages.
 
 The job is a grid of independent tasks: query shard i x passage shard j computes the exact top-k of
 its queries over its passages and writes one Parquet file; a merge per query shard keeps the global
@@ -9,6 +10,10 @@ embeddings as .npy, or the bm25s index), so every worker needs the store on a sh
 worker's tasks are rerun by Dask, and a killed job resumes where it stopped. The result, the
 inverted passage -> (query, rank) map, is written as a Parquet dataset partitioned by passage
 bucket into the store.
+
+Where the rankings come from is the ranker's ``map_source`` in the registry: ``dense`` (exact
+top-k by GEMM over stored embeddings, candidates re-scored in float64), ``bm25`` (the stored
+bm25s index) or ``run`` (the ranker's cached run over the log, e.g. SPLADE; its ranks are kept).
 
 The same task functions run in three ways: ``engine="inprocess"`` (a loop, no Dask), ``"local"``
 (a ``LocalCluster`` of worker processes) or a scheduler address (``tcp://host:8786``).
@@ -29,9 +34,10 @@ from eqi_core.collection import Collection
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn, or_tqdm
+from eqi_core.rankers.registry import ranker_spec
 from eqi_core.store import ArtifactStore, atomic_path
 
-MAP_VERSION = 2  # 2: float64 re-scoring of candidates
+MAP_VERSION = 3  # 2: float64 re-scoring of candidates; 3: scores kept in the map, run-sourced maps
 DOC_BUCKETS = 16
 DEFAULT_QUERY_SHARD = 2048
 DEFAULT_BLOCK_BYTES = 64 << 20
@@ -107,6 +113,11 @@ def shard_task(task: dict) -> dict:
     qs, qe = task["queries"]
     ds, de = task["passages"]
     k = task["k"]
+    if task["kind"] == "run":  # the ranker's own ranking, order kept
+        frame = pd.read_parquet(task["pairs"], filters=[("q", ">=", qs), ("q", "<", qe), ("rank0", "<", k)])
+        frame = frame.sort_values(["q", "rank0"], kind="mergesort")[["q", "d", "score", "rank0"]]
+        _write_parquet(frame.reset_index(drop=True), out)
+        return {"out": str(out), "seconds": time.perf_counter() - started, "reused": False, "queries": qe - qs}
     if task["kind"] == "dense":
         from eqi_core.rankers.dense import exact_topk
 
@@ -140,8 +151,9 @@ def merge_task(parts: list[str], out: str, k: int) -> dict:
     if target.exists():
         return {"out": out, "reused": True}
     frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-    frame = frame.sort_values(["q", "score", "d"], ascending=[True, False, True], kind="mergesort")
-    frame = frame.groupby("q", sort=False).head(k).reset_index(drop=True)
+    if len(parts) > 1:  # one piece is already in canonical (or the run's own) order
+        frame = frame.sort_values(["q", "score", "d"], ascending=[True, False, True], kind="mergesort")
+        frame = frame.groupby("q", sort=False).head(k).reset_index(drop=True)
     frame["rank0"] = frame.groupby("q").cumcount().astype(np.int16)
     _write_parquet(frame, target)
     return {"out": out, "reused": False}
@@ -222,13 +234,14 @@ def run_grid(pieces: list[dict], merges: list[tuple[list[str], str]], k: int, en
 
 
 # -- the job --------------------------------------------------------------------------------------------
-def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, progress: ProgressFn | None) -> dict:
+def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int,
+            progress: ProgressFn | None) -> dict:
     """Paths of what workers read, built (once, in the store) on the client."""
-    from eqi_core.rankers import build_ranker, ranker_spec
+    from eqi_core.rankers import build_ranker, ranker_spec, run_all_queries
 
+    spec = ranker_spec(ranker_id)
     ranker = build_ranker(ranker_id, collection, store, progress)
-    family = ranker_spec(ranker_id).family
-    if family == "dense":
+    if spec.map_source == "dense":
         from eqi_core.exposure.reverse import query_embeddings
         from eqi_core.rankers.dense import embeddings_artifact, passage_embeddings_artifact
 
@@ -238,7 +251,7 @@ def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, progre
         d_art = store.load(*passage_embeddings_artifact(collection, ranker.encoder.id), verify=False)
         return {"kind": "dense", "query_emb": str(q_art.file("embeddings.npy")),
                 "passage_emb": str(d_art.file("embeddings.npy")), "dim": int(ranker.doc_embeddings.shape[1])}
-    if ranker_id == "bm25":
+    if spec.map_source == "bm25":
         from eqi_core.rankers.bm25 import BM25Ranker
 
         art = store.load(*BM25Ranker.artifact(collection), verify=False)
@@ -249,7 +262,21 @@ def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, progre
 
         q_art = store.get_or_build("query-texts", {"collection": collection.fingerprint}, texts)
         return {"kind": "bm25", "index": str(art.file("index")), "query_texts": str(q_art.file("queries.parquet")), "dim": 0}
-    raise DataError(f"ranker {ranker_id!r}: distributed exposure maps support bm25 and dense rankers")
+    run = run_all_queries(ranker, collection, store, k=depth, progress=progress)
+    return run_inputs(run, collection, store, depth, {"ranker": ranker_id, "run": run.meta.get("artifact")})
+
+
+def run_inputs(run, collection: Collection, store: ArtifactStore, depth: int, source: dict) -> dict:
+    """A run over the log as a map source: its (query, passage, rank, score) pairs in the store."""
+    from eqi_core.exposure.exact import run_pairs
+
+    def build(tmp: Path) -> dict:
+        q, d, rank0, scores = run_pairs(run, collection, depth)
+        pd.DataFrame({"q": q, "d": d, "rank0": rank0, "score": scores}).to_parquet(tmp / "pairs.parquet", index=False)
+        return {"pairs": int(len(q))}
+
+    art = store.get_or_build("run-pairs", {"collection": collection.fingerprint, "depth": depth, **source}, build)
+    return {"kind": "run", "pairs": str(art.file("pairs.parquet")), "dim": 0}
 
 
 def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPlan) -> dict:
@@ -257,18 +284,21 @@ def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPl
             "query_shard": plan.query_shard, "passage_shards": plan.passage_shards, "version": MAP_VERSION}
 
 
-def distributed_exposure_map(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
-                             engine: Engine | None = None, query_shard: int = DEFAULT_QUERY_SHARD,
-                             passage_shards: int | None = None, progress: ProgressFn | None = None,
-                             on_client=None, max_tasks: int | None = None) -> tuple[ExposureMap, dict]:
-    """The exact exposure map computed by shards (see module doc). Returns (map, build info).
+def compute_exposure_map(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
+                         engine: Engine | None = None, query_shard: int = DEFAULT_QUERY_SHARD,
+                         passage_shards: int | None = None, progress: ProgressFn | None = None,
+                         on_client=None, max_tasks: int | None = None) -> tuple[ExposureMap, dict]:
+    """The exact exposure map of a ranker over the collection's log, computed by shards (see the
+    module doc) and stored; the pages, the CLI and Dask all come here. Returns (map, build info).
     ``max_tasks`` stops after that many new shard tasks (in-process only; tests of resumption)."""
     engine = engine or Engine()
     if depth <= 0:
         raise DataError(f"n_q->d = {depth}: expected a positive depth")
-    inputs = _inputs(collection, ranker_id, store, progress)
-    if inputs["kind"] == "bm25" and (passage_shards or 1) > 1:
-        raise DataError("BM25 maps shard queries only: its IDF is global, so the index cannot be split by passages")
+    inputs = _inputs(collection, ranker_id, store, depth, progress)
+    if inputs["kind"] != "dense" and (passage_shards or 1) > 1:
+        raise DataError(f"{ranker_spec(ranker_id).name} maps shard queries only: "
+                        + ("its IDF is global, so the index cannot be split by passages" if inputs["kind"] == "bm25"
+                           else "its rankings come from a run over the whole collection"))
     plan = plan_shards(len(collection.queries), len(collection.passages), inputs["dim"] or 1, query_shard,
                        passage_shards if inputs["kind"] == "dense" else 1,
                        engine.worker_memory() if inputs["kind"] == "dense" else None)
@@ -287,6 +317,16 @@ def distributed_exposure_map(collection: Collection, ranker_id: str, store: Arti
     store.clear_work_dir("exposure-map", params)
     info.setdefault("reused_artifact", "compute_seconds" not in info)
     return read_inverted(art.file("map"), collection, depth), info
+
+
+def map_artifact(collection: Collection, ranker_id: str, depth: int = 100) -> tuple[str, dict]:
+    """(kind, params) of the map ``compute_exposure_map`` stores with its default shard plan."""
+    from eqi_core.rankers import embedding_dimension, ranker_spec
+
+    spec = ranker_spec(ranker_id)
+    dim = embedding_dimension(ranker_id) if spec.map_source == "dense" else 1
+    return "exposure-map", map_params(collection, ranker_id, depth, plan_shards(len(collection.queries),
+                                                                               len(collection.passages), dim or 1))
 
 
 def compute_grid(inputs: dict, plan: ShardPlan, depth: int, engine: Engine, work: Path,
@@ -326,7 +366,8 @@ def _write_inverted(work: Path, n_shards: int, out: Path) -> None:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    frame = read_grid(work, n_shards)[["q", "d", "rank0"]] if n_shards else pd.DataFrame({"q": [], "d": [], "rank0": []})
+    frame = (read_grid(work, n_shards)[["q", "d", "rank0", "score"]] if n_shards
+             else pd.DataFrame({"q": [], "d": [], "rank0": [], "score": []}))
     frame = frame.sort_values(["d", "rank0", "q"], kind="mergesort").reset_index(drop=True)
     frame["bucket"] = (frame["d"] % DOC_BUCKETS).astype(np.int16)
     out.mkdir(parents=True, exist_ok=True)
@@ -338,11 +379,7 @@ def _write_inverted(work: Path, n_shards: int, out: Path) -> None:
 def read_inverted(folder: Path, collection: Collection, depth: int) -> ExposureMap:
     import pyarrow.dataset as ds
 
-    frame = ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns=["q", "d", "rank0"]).to_pandas()
-    q, d, r = frame["q"].to_numpy(np.int32), frame["d"].to_numpy(np.int32), frame["rank0"].to_numpy(np.int16)
-    order = np.lexsort((q, r, d))
-    q, d, r = q[order], d[order], r[order]
-    offsets = np.zeros(len(collection.passages) + 1, dtype=np.int64)
-    np.add.at(offsets, d + 1, 1)
-    return ExposureMap(collection.queries["query_id"].to_numpy(dtype=object),
-                       collection.passages["doc_id"].to_numpy(dtype=object), depth, q, d, r, np.cumsum(offsets))
+    frame = ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns=["q", "d", "rank0", "score"]).to_pandas()
+    return ExposureMap.from_pairs(collection.queries["query_id"], collection.passages["doc_id"], depth,
+                                  frame["q"].to_numpy(np.int32), frame["d"].to_numpy(np.int32),
+                                  frame["rank0"].to_numpy(np.int16), frame["score"].to_numpy(np.float64))

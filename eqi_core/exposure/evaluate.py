@@ -4,156 +4,31 @@ passages, RELQ tables (paper Table 2), the training-size grid (Table 3) and the 
 simulation (Figure 2)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.exposure.exact import ExposureMap, compute_exposure_map
+from eqi_core.exposure.exact import ExposureMap
 from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
-from eqi_core.exposure.relq import TABLE2_SPECS, RelqSpec, relq_batch, relq_rbp
-from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings, tune_bm25_reverse
+from eqi_core.exposure.relq import (  # noqa: F401
+    TABLE2_SPECS,
+    exposure_rank_matrices,
+    relq_batch,
+    relq_per_passage,
+    relq_rbp,
+)
+from eqi_core.exposure.setup import (  # noqa: F401
+    MAX_PASSAGE_CHARS,
+    ExposureSetup,
+    digest,
+    exposure_ready,
+    prepare_exposure,
+)
 from eqi_core.progress import ProgressFn
-from eqi_core.rankers import build_ranker, ranker_spec
 from eqi_core.rankers.dense import exact_topk
-from eqi_core.store import ArtifactStore
-
-MAX_PASSAGE_CHARS = 100_000
-
-
-@dataclass
-class ExposureSetup:
-    """Everything EQI needs for one collection and ranker, built once (artifacts in the store)."""
-
-    collection: Collection
-    ranker_id: str
-    depth: int
-    exposure: ExposureMap
-    encoder: object  # the dense encoder whose space the dense methods use
-    space: str  # its id
-    doc_emb: np.ndarray
-    query_emb: np.ndarray
-    store: ArtifactStore
-    texts: list[str] = field(default_factory=list)  # passage texts as rankers see them
-    _methods: dict = field(default_factory=dict)  # built methods and look-up tables, per setup
-
-    def params(self) -> dict:
-        return {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth, "space": self.space}
-
-    # -- splits ------------------------------------------------------------------------------
-    def test_passages(self, n: int = 1000, seed: int = 0) -> np.ndarray:
-        """Held-out passages with at least one exposing query (RELQ is undefined without one); at most
-        half of the exposed passages, so that training always has passages left."""
-        if n <= 0:
-            raise DataError(f"number of test passages = {n}: expected a positive number")
-        exposed = np.flatnonzero(self.exposure.counts() > 0)
-        if len(exposed) < 2:
-            raise DataError("fewer than two passages are exposed by any query: nothing to train and test on")
-        rng = np.random.default_rng(seed + 7919)
-        return np.sort(rng.choice(exposed, size=min(n, len(exposed) // 2), replace=False))
-
-    # -- methods -------------------------------------------------------------------------------
-    def dense_reverse(self) -> DenseReverse:
-        if "dense" not in self._methods:
-            self._methods["dense"] = DenseReverse(self.query_emb, name=f"dense-reverse ({self.space})")
-        return self._methods["dense"]
-
-    def bm25_reverse(self, k1: float = 0.9, b: float = 0.4) -> BM25Reverse:
-        key = ("bm25", k1, b)
-        if key not in self._methods:
-            self._methods[key] = BM25Reverse.build(list(self.collection.queries["text"]), k1, b)
-        return self._methods[key]
-
-    def bm25_tuned(self, train_docs: np.ndarray, n_dq: int, progress: ProgressFn | None = None) -> tuple[BM25Reverse, dict]:
-        texts = [self.passage_text(d) for d in train_docs]
-        spec = relq_rbp(0.5, 0.9, n_dq)
-
-        def score(idx: np.ndarray) -> float:
-            return float(np.nanmean(relq_per_passage(self.exposure, train_docs, idx, spec)))
-
-        return tune_bm25_reverse(list(self.collection.queries["text"]), texts, score, n_dq, progress=progress)
-
-    def learned(self, config: TrainingConfig, exclude_docs: np.ndarray | None,
-                progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
-        excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
-        _, params = self.learned_params(config, excl)
-        params = {k: v for k, v in params.items() if k not in ("config", "version")}  # train_or_load adds both
-        model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
-        name = {"residual": "Residual", "append": "Append"}[config.arch]
-        return LearnedEQI.from_model(model, self.query_emb, name), info
-
-    def learned_params(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> tuple[str, dict]:
-        from dataclasses import asdict
-
-        from eqi_core.exposure.learned import HEAD_VERSION
-
-        excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
-        return "exposure-head", {**self.params(), "excluded": _digest(excl), "config": asdict(config), "version": HEAD_VERSION}
-
-    def learned_available(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> bool:
-        """Whether this head is already trained (in the store), without training it."""
-        return self.store.load(*self.learned_params(config, exclude_docs), verify=False) is not None
-
-    def passage_text(self, doc: int) -> str:
-        return self.texts[doc]
-
-    def brute_force(self, docs: np.ndarray, n_dq: int) -> np.ndarray:
-        """The ideal exposure lists (exposing queries by rank), padded with -1."""
-        out = np.full((len(docs), n_dq), -1, dtype=np.int64)
-        for i, d in enumerate(docs):
-            q, _ = self.exposure.exposing(int(d))
-            out[i, : min(n_dq, len(q))] = q[:n_dq]
-        return out
-
-
-def _digest(arr: np.ndarray) -> str:
-    import hashlib
-
-    return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()[:16]
-
-
-def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
-                     progress: ProgressFn | None = None, engine=None) -> ExposureSetup:
-    """Build (or load) the ranker, the exact exposure map and the dense space for EQI. With an
-    ``engine`` (exposure.distributed.Engine) the exact map is computed by shards on it (Dask)."""
-    ranker = build_ranker(ranker_id, collection, store, progress=progress)
-    if engine is None:
-        exposure = compute_exposure_map(ranker, collection, store, depth, progress)
-    else:
-        from eqi_core.exposure.distributed import distributed_exposure_map
-
-        exposure, _ = distributed_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
-    dense = ranker if ranker_spec(ranker_id).family == "dense" else build_ranker("minilm-l6", collection, store, progress)
-    q_emb = query_embeddings(dense.encoder, collection, store, progress)
-    return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
-                         dense.doc_embeddings, q_emb, store, collection.passage_texts())
-
-
-def exposure_rank_matrices(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(retrieved ranks, ideal ranks): rho(d, sigma_q) for each listed query (inf = not exposing or
-    empty slot) and each passage's exposing ranks sorted ascending (inf-padded), as ``relq_batch`` wants."""
-    width = retrieved.shape[1] if retrieved.ndim == 2 else 0
-    got = np.full((len(docs), width), np.inf)
-    ideal_rows = []
-    for i, d in enumerate(docs):
-        lookup = exposure.rank_lookup(int(d))
-        row = retrieved[i]
-        got[i] = [lookup.get(int(q), np.inf) if q >= 0 else np.inf for q in row]
-        ideal_rows.append(np.sort(np.fromiter(lookup.values(), dtype=float, count=len(lookup))))
-    depth = max([width] + [len(r) for r in ideal_rows]) if ideal_rows else width
-    ideal = np.full((len(docs), depth), np.inf)
-    for i, r in enumerate(ideal_rows):
-        ideal[i, : len(r)] = r
-    return got, ideal
-
-
-def relq_per_passage(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
-    """RELQ of each passage's retrieved list (rows of query indices, -1 = empty slot)."""
-    got, ideal = exposure_rank_matrices(exposure, docs, retrieved)
-    return relq_batch(got, ideal, spec)
 
 
 def evaluate_lists(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray],
@@ -231,9 +106,21 @@ def patience_grid(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray
     return out
 
 
-def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list[int], passage_sizes: list[int],
-                       base: TrainingConfig, n_dq: int = 100, progress: ProgressFn | None = None) -> pd.DataFrame:
-    """Paper Table 3: Residual RELQ_{RBP,RBP}(0.5, 0.9) by training queries (columns) x passages (rows)."""
+TABLE3_PASSAGE_SIZES = (1000, 2500, 5000)  # training passages (rows of paper Table 3)
+TABLE3_LOG_SHARES = (4, 2, 1)  # training queries: a quarter, half and all of the log (columns)
+FIGURE2_TRAIN_FRACTIONS = (0.25, 0.5, 0.75)  # share of the log a head is trained on (paper Figure 2)
+FIGURE2_LOG_FRACTIONS = (0.25, 0.5, 0.75, 1.0)  # log sizes it is evaluated on, without retraining
+
+
+def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list[int] | None = None,
+                       passage_sizes: list[int] | None = None, base: TrainingConfig | None = None, n_dq: int = 100,
+                       progress: ProgressFn | None = None) -> pd.DataFrame:
+    """Paper Table 3: Residual RELQ_{RBP,RBP}(0.5, 0.9) by training queries (columns) x passages (rows);
+    by default the paper's layout scaled to the log (TABLE3_*)."""
+    n_q = len(setup.exposure.query_ids)
+    query_sizes = list(query_sizes or [n_q // s for s in TABLE3_LOG_SHARES])
+    passage_sizes = list(passage_sizes or TABLE3_PASSAGE_SIZES)
+    base = base or TrainingConfig(n_dq=n_dq)
     spec = relq_rbp(0.5, 0.9, n_dq)
     out = pd.DataFrame(index=pd.Index(passage_sizes, name="train passages"),
                        columns=pd.Index(query_sizes, name="train queries"), dtype=float)
@@ -245,10 +132,12 @@ def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list
     return out
 
 
-def expanding_log(setup: ExposureSetup, test: np.ndarray, train_fractions: list[float], eval_fractions: list[float],
-                  base: TrainingConfig, n_dq: int = 100, seed: int = 0, progress: ProgressFn | None = None) -> pd.DataFrame:
+def expanding_log(setup: ExposureSetup, test: np.ndarray, train_fractions: list[float] = FIGURE2_TRAIN_FRACTIONS,
+                  eval_fractions: list[float] = FIGURE2_LOG_FRACTIONS, base: TrainingConfig | None = None,
+                  n_dq: int = 100, seed: int = 0, progress: ProgressFn | None = None) -> pd.DataFrame:
     """Paper Figure 2: a Residual model trained on the first fraction f of a shuffled log, evaluated
     (without retraining) as the log grows to each larger fraction; dense-reverse alongside."""
+    base = base or TrainingConfig(n_dq=n_dq)
     n_q = len(setup.exposure.query_ids)
     order = np.random.default_rng(seed + 11).permutation(n_q)
     spec = relq_rbp(0.5, 0.9, n_dq)
@@ -278,7 +167,7 @@ def _learned_on_prefix(setup: ExposureSetup, train_queries: np.ndarray, base: Tr
     """A Residual model trained when the log held only ``train_queries`` (Q_train = all of them)."""
     pool = np.sort(np.asarray(train_queries, dtype=np.int64))
     excl = np.asarray(test, dtype=np.int64)
-    params = {**setup.params(), "excluded": _digest(excl), "query_pool": _digest(pool)}
+    params = {**setup.params(), "excluded": digest(excl), "query_pool": digest(pool)}
     config = replace(base, arch="residual", n_train_queries=None)
     model, info = train_or_load(setup.store, params, setup.exposure, setup.query_emb, setup.doc_emb, config, excl,
                                 progress, query_pool=pool)

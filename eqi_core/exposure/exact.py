@@ -1,8 +1,9 @@
-"""The exact exposure map (brute force, the ground truth of EQI).
+"""The exact exposure map (brute force, the ground truth of EQI) as a data structure.
 
-Every query of the log is run through the ranker to depth n_q->d (a cached ``Run``), then the
-run is inverted: passage -> [(query, 0-based rank)]. Stored compactly as integer arrays sorted by
-passage, so the exposing queries of any passage are one slice.
+passage -> [(query, 0-based rank, score)] for every query of the log run to depth n_q->d, stored
+compactly as integer arrays sorted by passage, so the exposing queries of any passage are one
+slice. ``ExposureMap.from_pairs`` is the one way to build it; it is computed (in-process or on
+Dask, by shards) by ``eqi_core.exposure.distributed.compute_exposure_map``.
 """
 from __future__ import annotations
 
@@ -14,10 +15,7 @@ import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.progress import ProgressFn
-from eqi_core.rankers import Ranker, run_all_queries
 from eqi_core.runs import Run
-from eqi_core.store import ArtifactStore
 
 
 @dataclass
@@ -32,20 +30,24 @@ class ExposureMap:
     rank0: np.ndarray  # int16, 0-based rank of the passage for the query
     offsets: np.ndarray  # int64, len(doc_ids) + 1: pairs of passage i are [offsets[i], offsets[i+1])
 
+    scores: np.ndarray | None = None  # float64 score of each pair (the ranker's, or the run file's), same order
+
+    @classmethod
+    def from_pairs(cls, query_ids, doc_ids, depth: int, q: np.ndarray, d: np.ndarray, rank0: np.ndarray,
+                   scores: np.ndarray | None = None) -> "ExposureMap":
+        """The map from (query index, passage index, 0-based rank[, score]) pairs in any order."""
+        q, d, r = np.asarray(q, np.int32), np.asarray(d, np.int32), np.asarray(rank0, np.int16)
+        order = np.lexsort((q, r, d))
+        offsets = np.zeros(len(doc_ids) + 1, dtype=np.int64)
+        np.add.at(offsets, d + 1, 1)
+        return cls(np.asarray(query_ids, dtype=object), np.asarray(doc_ids, dtype=object), depth, q[order], d[order],
+                   r[order], np.cumsum(offsets), None if scores is None else np.asarray(scores, np.float64)[order])
+
     @classmethod
     def from_run(cls, run: Run, collection: Collection, depth: int) -> "ExposureMap":
-        f = run.frame[run.frame["rank"] <= depth]
-        q_index = pd.Index(collection.queries["query_id"])
-        d_index = pd.Index(collection.passages["doc_id"])
-        q = q_index.get_indexer(f["query_id"])
-        d = d_index.get_indexer(f["doc_id"])
-        keep = (q >= 0) & (d >= 0)
-        q, d, r = q[keep].astype(np.int32), d[keep].astype(np.int32), (f["rank"].to_numpy()[keep] - 1).astype(np.int16)
-        order = np.lexsort((q, r, d))
-        q, d, r = q[order], d[order], r[order]
-        offsets = np.zeros(len(d_index) + 1, dtype=np.int64)
-        np.add.at(offsets, d + 1, 1)
-        return cls(q_index.to_numpy(dtype=object), d_index.to_numpy(dtype=object), depth, q, d, r, np.cumsum(offsets))
+        """Invert a run over the collection's queries (ids it does not know are dropped)."""
+        q, d, rank0, scores = run_pairs(run, collection, depth)
+        return cls.from_pairs(collection.queries["query_id"], collection.passages["doc_id"], depth, q, d, rank0, scores)
 
     # -- look-ups ------------------------------------------------------------------------------
     @cached_property
@@ -87,17 +89,25 @@ class ExposureMap:
     def restricted_to(self, query_mask: np.ndarray) -> "ExposureMap":
         """The map as if the log held only the queries where ``query_mask`` is True (same indices)."""
         keep = query_mask[self.q_idx]
-        d = self.d_idx[keep]
-        offsets = np.zeros(len(self.doc_ids) + 1, dtype=np.int64)
-        np.add.at(offsets, d + 1, 1)
-        return ExposureMap(self.query_ids, self.doc_ids, self.depth, self.q_idx[keep], d, self.rank0[keep],
-                           np.cumsum(offsets))
+        return ExposureMap.from_pairs(self.query_ids, self.doc_ids, self.depth, self.q_idx[keep], self.d_idx[keep],
+                                      self.rank0[keep], None if self.scores is None else self.scores[keep])
+
+    def topk_scores(self) -> np.ndarray:
+        """(queries x depth) score of each query's result at each rank, -inf past its list: what a new
+        passage must beat to enter a query's top n (exact exposure of pasted text)."""
+        if self.scores is None:
+            raise DataError("this exposure map holds no scores; rebuild it with compute_exposure_map")
+        out = np.full((len(self.query_ids), self.depth), -np.inf, dtype=np.float64)
+        out[self.q_idx, self.rank0] = self.scores
+        return out
 
 
-def compute_exposure_map(ranker: Ranker, collection: Collection, store: ArtifactStore, depth: int = 100,
-                         progress: ProgressFn | None = None) -> ExposureMap:
-    """Brute force: every logged query through the ranker to ``depth`` (run cached in the store), inverted."""
-    if depth <= 0:
-        raise DataError(f"n_q->d = {depth}: expected a positive depth")
-    run = run_all_queries(ranker, collection, store, k=depth, progress=progress)
-    return ExposureMap.from_run(run, collection, depth)
+def run_pairs(run: Run, collection: Collection, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(query index, passage index, 0-based rank, score) of a run's rows within ``depth``, in the
+    collection's index space; rows naming queries or passages the collection lacks are dropped."""
+    f = run.frame[run.frame["rank"] <= depth]
+    q = pd.Index(collection.queries["query_id"]).get_indexer(f["query_id"])
+    d = pd.Index(collection.passages["doc_id"]).get_indexer(f["doc_id"])
+    keep = (q >= 0) & (d >= 0)
+    return (q[keep].astype(np.int32), d[keep].astype(np.int32), (f["rank"].to_numpy()[keep] - 1).astype(np.int16),
+            f["score"].to_numpy()[keep].astype(np.float64))

@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.evaluate import MAX_PASSAGE_CHARS, ExposureSetup
+from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
 from eqi_core.exposure.relq import RelqSpec, relq
-from eqi_core.rankers import run_all_queries
-from eqi_core.rankers.base import Ranker
+from eqi_core.rankers import ranker_spec
 
 
 @dataclass
@@ -46,21 +45,12 @@ def validate_depths(n_qd: int, n_dq: int, max_qd: int) -> None:
         raise DataError(f"n_d->q = {n_dq}: expected a positive number of queries")
 
 
-def cached_topk_scores(setup: ExposureSetup, ranker: Ranker) -> np.ndarray:
-    """(queries x depth) scores of every query's cached top list, -inf where the list is shorter."""
+def exact_for_new_text(setup: ExposureSetup, passage_emb: np.ndarray, n_qd: int) -> pd.DataFrame:
+    """Exact exposing queries of a passage not in the collection (dense rankers): it enters query q's
+    top n exactly when its score beats the n-th score of q's list in the exposure map."""
     if "topk_scores" not in setup._methods:
-        run = run_all_queries(ranker, setup.collection, setup.store, k=setup.depth)
-        q = pd.Index(setup.collection.queries["query_id"]).get_indexer(run.frame["query_id"])
-        ok = q >= 0
-        scores = np.full((len(setup.exposure.query_ids), setup.depth), -np.inf, dtype=np.float32)
-        scores[q[ok], run.frame["rank"].to_numpy()[ok] - 1] = run.frame["score"].to_numpy()[ok]
-        setup._methods["topk_scores"] = scores
-    return setup._methods["topk_scores"]
-
-
-def exact_for_new_text(setup: ExposureSetup, ranker: Ranker, passage_emb: np.ndarray, n_qd: int) -> pd.DataFrame:
-    """Exact exposing queries of a passage not in the collection (dense rankers)."""
-    topk = cached_topk_scores(setup, ranker)[:, :n_qd]
+        setup._methods["topk_scores"] = setup.exposure.topk_scores()
+    topk = setup._methods["topk_scores"][:, :n_qd]
     s = setup.query_emb @ passage_emb.astype(np.float32)
     beats = (topk > s[:, None]).sum(axis=1)  # cached results scoring higher: the new passage's 0-based rank
     exposes = beats < n_qd
@@ -77,7 +67,7 @@ def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: i
 
 
 def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,
-                     doc_id: str | None = None, text: str | None = None, ranker: Ranker | None = None) -> PassageExposure:
+                     doc_id: str | None = None, text: str | None = None) -> PassageExposure:
     """Exposing queries of one passage: exact (when known) and from each method, with RELQ per spec."""
     validate_depths(n_qd, n_dq, setup.depth)
     notes = []
@@ -92,8 +82,8 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
     else:
         passage_text = validate_text(text)
         emb = setup.encoder.encode([passage_text])[0]
-        if ranker is not None and getattr(ranker, "family", "") == "dense":
-            exact = exact_for_new_text(setup, ranker, emb, n_qd)
+        if ranker_spec(setup.ranker_id).family == "dense":
+            exact = exact_for_new_text(setup, emb, n_qd)
         else:
             exact = None
             notes.append("exact exposure of pasted text is computed for dense rankers only; "

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from eqi_core.exposure.exact import ExposureMap
 
 from eqi_core.errors import DataError
 
@@ -121,3 +124,28 @@ def relq_batch(retrieved: np.ndarray, ideal: np.ndarray, spec: RelqSpec) -> np.n
     den = (spec.eqi_user.weights(np.arange(best.shape[1], dtype=float))[None, :] * spec.searcher.weights(best)).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+# -- scoring retrieved lists against the exact exposure map ----------------------------------------------
+def exposure_rank_matrices(exposure: "ExposureMap", docs: np.ndarray, retrieved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(retrieved ranks, ideal ranks): rho(d, sigma_q) for each listed query (inf = not exposing or
+    empty slot) and each passage's exposing ranks sorted ascending (inf-padded), as ``relq_batch`` wants."""
+    width = retrieved.shape[1] if retrieved.ndim == 2 else 0
+    got = np.full((len(docs), width), np.inf)
+    ideal_rows = []
+    for i, d in enumerate(docs):
+        lookup = exposure.rank_lookup(int(d))
+        row = retrieved[i]
+        got[i] = [lookup.get(int(q), np.inf) if q >= 0 else np.inf for q in row]
+        ideal_rows.append(np.sort(np.fromiter(lookup.values(), dtype=float, count=len(lookup))))
+    depth = max([width] + [len(r) for r in ideal_rows]) if ideal_rows else width
+    ideal = np.full((len(docs), depth), np.inf)
+    for i, r in enumerate(ideal_rows):
+        ideal[i, : len(r)] = r
+    return got, ideal
+
+
+def relq_per_passage(exposure: "ExposureMap", docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
+    """RELQ of each passage's retrieved list (rows of query indices, -1 = empty slot)."""
+    got, ideal = exposure_rank_matrices(exposure, docs, retrieved)
+    return relq_batch(got, ideal, spec)

@@ -36,6 +36,7 @@ class RankerSpec:
     encoder: str | None = None  # encoder id (dense and learned-sparse rankers)
     dimension: int | None = None  # embedding size of a dense ranker
     aliases: tuple[str, ...] = ()
+    map_source: str = "run"  # how the exact exposure map is sharded: dense (embeddings), bm25 (index), run (its run)
     build: Callable[..., "Ranker"] | None = field(default=None, compare=False, repr=False)
     index: Callable[..., tuple[str, dict]] | None = field(default=None, compare=False, repr=False)
 
@@ -85,13 +86,13 @@ def _splade_index(spec, collection):
 REGISTRY: tuple[RankerSpec, ...] = (
     # live rankers
     RankerSpec("bm25", "BM25", "lexical", "1994-11", "#4C78A8", "bm25s, k1=0.9 b=0.4, English stop words + Snowball stemmer",
-               build=_bm25, index=_bm25_index),
+               map_source="bm25", build=_bm25, index=_bm25_index),
     RankerSpec("minilm-l6", "MiniLM-L6 (dense)", "dense", "2021-08", "#F58518",
                "all-MiniLM-L6-v2, 384-d, sentence-transformers (torch)", encoder="minilm-l6", dimension=384,
-               build=_dense, index=_dense_index),
+               map_source="dense", build=_dense, index=_dense_index),
     RankerSpec("minilm-l3-onnx", "MiniLM-L3 (dense, ONNX)", "dense", "2021-06", "#E45756",
                "paraphrase-MiniLM-L3-v2, 384-d, onnxruntime, mean pooling", encoder="minilm-l3-onnx", dimension=384,
-               build=_dense, index=_dense_index),
+               map_source="dense", build=_dense, index=_dense_index),
     RankerSpec("splade-tiny", "SPLADE-tiny", "learned-sparse", "2021-09", "#54A24B",
                "SPLADE-tiny MLM head, log(1+relu) max pooling", encoder="splade-tiny", build=_splade, index=_splade_index),
     # rankers known from their run files (../shared/data/trec-dl19-passage/runs)
@@ -114,7 +115,7 @@ def ranker_spec(ranker_id: str) -> RankerSpec:
         folder = Path(ranker_id[3:]).expanduser().resolve()
         return RankerSpec(ranker_id, f"{folder.name} (dense)", "dense", "", colour_for(ranker_id),
                           f"local sentence-transformers folder {folder}", encoder=f"st:{folder}",
-                          build=_dense, index=_dense_index)
+                          map_source="dense", build=_dense, index=_dense_index)
     raise DataError(f"ranker {ranker_id!r}: unknown; expected one of {', '.join(RANKERS)} or st:<model folder>")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eqi_core.exposure.distributed import Engine, distributed_exposure_map, map_params, plan_shards
+from eqi_core.exposure.distributed import Engine, compute_exposure_map, map_params, plan_shards
 
 pytestmark = pytest.mark.slow
 DASK = Path(sys.executable).with_name("dask")
@@ -33,7 +33,7 @@ def wordnet(shared_store):
 
 @pytest.fixture(scope="module")
 def reference(wordnet, shared_store):
-    emap, info = distributed_exposure_map(wordnet, "minilm-l6", shared_store, 100, Engine("inprocess"), query_shard=SHARD)
+    emap, info = compute_exposure_map(wordnet, "minilm-l6", shared_store, 100, Engine("inprocess"), query_shard=SHARD)
     return emap
 
 
@@ -66,7 +66,7 @@ def test_separately_started_scheduler_and_two_workers(wordnet, shared_store, ref
         with Client(address, timeout="30s") as c:
             c.wait_for_workers(2, timeout=120)
         fresh(wordnet, shared_store)
-        emap, info = distributed_exposure_map(wordnet, "minilm-l6", shared_store, 100, Engine(address), query_shard=SHARD)
+        emap, info = compute_exposure_map(wordnet, "minilm-l6", shared_store, 100, Engine(address), query_shard=SHARD)
         assert info["workers"] == 2 and info["tasks_run"] == info["tasks_total"]
         assert same_map(emap, reference)
     finally:
@@ -98,7 +98,7 @@ def test_local_cluster_survives_a_killed_worker(wordnet, shared_store, reference
         threading.Thread(target=watch, daemon=True).start()
 
     fresh(wordnet, shared_store)
-    emap, info = distributed_exposure_map(wordnet, "minilm-l6", shared_store, 100, Engine("local", n_workers=2),
+    emap, info = compute_exposure_map(wordnet, "minilm-l6", shared_store, 100, Engine("local", n_workers=2),
                                           query_shard=SHARD // 2, on_client=kill_one_worker_mid_run)
     assert "pid" in killed, "the worker was not killed during the run"
     assert killed["done_before"] < info["tasks_total"], "the kill came after the work was done"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.distributed import Engine, _canonical, distributed_exposure_map, plan_shards
+from eqi_core.exposure.distributed import Engine, _canonical, compute_exposure_map, plan_shards
 
 
 def same_map(a, b) -> bool:
@@ -42,25 +42,63 @@ def tiny_store(tmp_path_factory):
     return ArtifactStore(tmp_path_factory.mktemp("dist_store"))
 
 
-@pytest.mark.parametrize("ranker", ["minilm-l3-onnx", "bm25"])
+@pytest.mark.parametrize("ranker", ["minilm-l3-onnx", "bm25", "splade-tiny"])
 def test_inprocess_matches_the_run_based_map_and_shards_agree(tiny, tiny_store, ranker):
-    from eqi_core.exposure.exact import compute_exposure_map
-    from eqi_core.rankers import build_ranker
+    from eqi_core.exposure.exact import ExposureMap
+    from eqi_core.rankers import build_ranker, run_all_queries
 
-    whole, info = distributed_exposure_map(tiny, ranker, tiny_store, 5, Engine("inprocess"), query_shard=2)
+    whole, info = compute_exposure_map(tiny, ranker, tiny_store, 5, Engine("inprocess"), query_shard=2)
     assert info["tasks_total"] == 3  # 5 queries in shards of 2
-    sharded, _ = distributed_exposure_map(tiny, ranker, tiny_store, 5, Engine("inprocess"), query_shard=1)
+    sharded, _ = compute_exposure_map(tiny, ranker, tiny_store, 5, Engine("inprocess"), query_shard=1)
     assert same_map(whole, sharded)
-    reference = compute_exposure_map(build_ranker(ranker, tiny, tiny_store), tiny, tiny_store, 5)
+    run = run_all_queries(build_ranker(ranker, tiny, tiny_store), tiny, tiny_store, k=5)
+    reference = ExposureMap.from_run(run, tiny, 5)
     assert set(zip(whole.q_idx, whole.d_idx)) == set(zip(reference.q_idx, reference.d_idx))
+    if ranker == "splade-tiny":  # run-sourced: the run's own ranks and scores, exactly
+        assert same_map(whole, reference) and np.allclose(whole.scores, reference.scores)
+
+
+def test_the_pages_map_is_the_clis_map(tiny, tmp_path, monkeypatch):
+    """The Exposure pages (prepare_exposure) and `eqi exposure-map` build the map with one builder
+    into the same store artifact: same queries, same ranks, same scores."""
+    from typer.testing import CliRunner
+
+    from eqi_core.cli import app
+    from eqi_core.exposure.setup import exposure_ready, prepare_exposure
+    from eqi_core.store import ArtifactStore
+    from tests.conftest import TINY_BEIR
+
+    cli_home, page_home = tmp_path / "cli", tmp_path / "page"
+    monkeypatch.setenv("EQI_HOME", str(cli_home))
+    result = CliRunner().invoke(app, ["exposure-map", "-c", f"beir:{TINY_BEIR}", "-r", "minilm-l3-onnx", "--n-qd", "5"])
+    assert result.exit_code == 0, result.output
+    cli_store = ArtifactStore(cli_home)
+    assert not exposure_ready(tiny, "minilm-l3-onnx", ArtifactStore(page_home), depth=5)
+    page = prepare_exposure(tiny, "minilm-l3-onnx", ArtifactStore(page_home), depth=5).exposure
+    cli_map, info = compute_exposure_map(tiny, "minilm-l3-onnx", cli_store, 5)
+    assert info["reused_artifact"], "the CLI stored the artifact the pages read"
+    assert same_map(page, cli_map) and np.array_equal(page.scores, cli_map.scores)
+    assert exposure_ready(tiny, "minilm-l3-onnx", ArtifactStore(page_home), depth=5)
+
+
+def test_pasted_text_exposure_uses_the_maps_scores(tiny, tiny_store):
+    """A pasted copy of a collection passage enters exactly the lists the passage itself is in."""
+    from eqi_core.exposure.lookup import exact_for_new_text
+    from eqi_core.exposure.setup import prepare_exposure
+
+    setup = prepare_exposure(tiny, "minilm-l3-onnx", tiny_store, depth=5)
+    doc = int(np.flatnonzero(setup.exposure.counts() > 0)[0])
+    pasted = exact_for_new_text(setup, setup.doc_emb[doc] * (1 + 1e-6), 5)  # a hair above its own score
+    q, r = setup.exposure.exposing(doc)
+    assert dict(zip(setup.exposure.query_ids[q], r + 1)) == dict(zip(pasted["query_id"], pasted["rank"]))
 
 
 def test_passage_sharding_gives_the_same_map(tiny, tiny_store):
-    one, _ = distributed_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 4, Engine("inprocess"), passage_shards=1)
-    four, info = distributed_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 4, Engine("inprocess"), passage_shards=4)
+    one, _ = compute_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 4, Engine("inprocess"), passage_shards=1)
+    four, info = compute_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 4, Engine("inprocess"), passage_shards=4)
     assert info["plan"]["passage_shards"] == 4 and same_map(one, four)
     with pytest.raises(DataError, match="BM25 maps shard queries only"):
-        distributed_exposure_map(tiny, "bm25", tiny_store, 4, Engine("inprocess"), passage_shards=2)
+        compute_exposure_map(tiny, "bm25", tiny_store, 4, Engine("inprocess"), passage_shards=2)
 
 
 def test_a_stopped_job_resumes_where_it_left_off(tiny, tmp_path):
@@ -68,18 +106,18 @@ def test_a_stopped_job_resumes_where_it_left_off(tiny, tmp_path):
 
     store = ArtifactStore(tmp_path / "s")
     with pytest.raises(InterruptedError, match="stopped after 2 of 5"):
-        distributed_exposure_map(tiny, "minilm-l3-onnx", store, 5, Engine("inprocess"), query_shard=1, max_tasks=2)
-    resumed, info = distributed_exposure_map(tiny, "minilm-l3-onnx", store, 5, Engine("inprocess"), query_shard=1)
+        compute_exposure_map(tiny, "minilm-l3-onnx", store, 5, Engine("inprocess"), query_shard=1, max_tasks=2)
+    resumed, info = compute_exposure_map(tiny, "minilm-l3-onnx", store, 5, Engine("inprocess"), query_shard=1)
     assert info["tasks_already_done"] == 2 and info["tasks_run"] == 3
-    fresh, _ = distributed_exposure_map(tiny, "minilm-l3-onnx", ArtifactStore(tmp_path / "t"), 5, Engine("inprocess"), query_shard=1)
+    fresh, _ = compute_exposure_map(tiny, "minilm-l3-onnx", ArtifactStore(tmp_path / "t"), 5, Engine("inprocess"), query_shard=1)
     assert same_map(resumed, fresh)
     assert not list((tmp_path / "s" / "exposure-map").glob("*.work")), "the work directory is removed once the map exists"
 
 
 def test_local_cluster_gives_the_inprocess_map(tiny, tiny_store):
-    inproc, _ = distributed_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 3, Engine("inprocess"), query_shard=2)
+    inproc, _ = compute_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 3, Engine("inprocess"), query_shard=2)
     tiny_store.remove("exposure-map", {**_params(tiny, 3, 2)})
-    local, info = distributed_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 3, Engine("local", n_workers=2), query_shard=2)
+    local, info = compute_exposure_map(tiny, "minilm-l3-onnx", tiny_store, 3, Engine("local", n_workers=2), query_shard=2)
     assert info["engine"] == "local" and info["workers"] == 2 and info["tasks_run"] == 3
     assert same_map(inproc, local)
 
@@ -103,7 +141,7 @@ def test_prepare_exposure_on_a_scheduler_address(tiny, tmp_path):
     """`eqi exposure --scheduler ADDR` path: the EQI setup's exact map computed on a running cluster."""
     from dask.distributed import LocalCluster
 
-    from eqi_core.exposure.evaluate import prepare_exposure
+    from eqi_core.exposure.setup import prepare_exposure
     from eqi_core.store import ArtifactStore
 
     store = ArtifactStore(tmp_path / "s")

@@ -49,11 +49,8 @@ def test_lookup_by_id_and_pasted_text(setup):
     methods = {"dense": setup.dense_reverse(), "bm25": setup.bm25_reverse()}
     by_id = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
     assert set(by_id.exact["query_id"]) == set(setup.exposure.exposing_frame("d1")["query_id"])
-    from eqi_core.rankers import build_ranker
-
-    ranker = build_ranker("minilm-l3-onnx", setup.collection, setup.store)
     pasted = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5,
-                              text=setup.passage_text(setup.exposure.doc_index("d1")), ranker=ranker)
+                              text=setup.passage_text(setup.exposure.doc_index("d1")))
     # the pasted copy competes with the original: same exposing queries, ranks at most one lower
     merged = by_id.exact.merge(pasted.exact, on="query_id", suffixes=("_stored", "_pasted"))
     assert len(merged) == len(by_id.exact) == len(pasted.exact)

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from eqi_core.exposure.evaluate import prepare_exposure
+from eqi_core.exposure.setup import prepare_exposure
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_rbp
 from eqi_core.figures.exposure import exposure_bars

@@ -1,0 +1,154 @@
+"""Everything EQI needs for one collection and ranker, built once: the exact exposure map, the
+dense space the reverse and learned methods search, and the methods themselves. Pages ask
+``exposure_ready`` (cheap: no checksums) before ``prepare_exposure`` so that a first build can
+show its progress."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
+from eqi_core.exposure.exact import ExposureMap
+from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
+from eqi_core.exposure.relq import relq_per_passage, relq_rbp
+from eqi_core.exposure.reverse import (
+    BM25Reverse,
+    DenseReverse,
+    query_embeddings,
+    tune_bm25_reverse,
+)
+from eqi_core.progress import ProgressFn
+from eqi_core.rankers import build_ranker, is_indexed, ranker_spec
+from eqi_core.store import ArtifactStore
+
+DEFAULT_SPACE = "minilm-l6"  # the dense space of EQI methods when the ranker itself has none
+
+
+def space_for(ranker_id: str) -> str:
+    """The encoder whose space the dense EQI methods use: the ranker's own, else the default."""
+    return ranker_id if ranker_spec(ranker_id).family == "dense" else DEFAULT_SPACE
+
+
+def dense_space_ready(encoder_id: str, collection: Collection, store: ArtifactStore) -> bool:
+    """Passage and logged-query embeddings of this encoder are in the store (cheap: no checksums)."""
+    from eqi_core.exposure.reverse import query_embeddings_artifact
+
+    return (is_indexed(encoder_id, collection, store)
+            and store.load(*query_embeddings_artifact(encoder_id, collection), verify=False) is not None)
+
+
+def exposure_ready(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100) -> bool:
+    """Whether ``prepare_exposure`` would only read the store (map and dense space built)."""
+    from eqi_core.exposure.distributed import map_artifact
+
+    return (store.load(*map_artifact(collection, ranker_id, depth), verify=False) is not None
+            and dense_space_ready(space_for(ranker_id), collection, store))
+
+
+MAX_PASSAGE_CHARS = 100_000
+
+
+@dataclass
+class ExposureSetup:
+    """Everything EQI needs for one collection and ranker, built once (artifacts in the store)."""
+
+    collection: Collection
+    ranker_id: str
+    depth: int
+    exposure: ExposureMap
+    encoder: object  # the dense encoder whose space the dense methods use
+    space: str  # its id
+    doc_emb: np.ndarray
+    query_emb: np.ndarray
+    store: ArtifactStore
+    texts: list[str] = field(default_factory=list)  # passage texts as rankers see them
+    _methods: dict = field(default_factory=dict)  # built methods and look-up tables, per setup
+
+    def params(self) -> dict:
+        return {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth, "space": self.space}
+
+    # -- splits ------------------------------------------------------------------------------
+    def test_passages(self, n: int = 1000, seed: int = 0) -> np.ndarray:
+        """Held-out passages with at least one exposing query (RELQ is undefined without one); at most
+        half of the exposed passages, so that training always has passages left."""
+        if n <= 0:
+            raise DataError(f"number of test passages = {n}: expected a positive number")
+        exposed = np.flatnonzero(self.exposure.counts() > 0)
+        if len(exposed) < 2:
+            raise DataError("fewer than two passages are exposed by any query: nothing to train and test on")
+        rng = np.random.default_rng(seed + 7919)
+        return np.sort(rng.choice(exposed, size=min(n, len(exposed) // 2), replace=False))
+
+    # -- methods -------------------------------------------------------------------------------
+    def dense_reverse(self) -> DenseReverse:
+        if "dense" not in self._methods:
+            self._methods["dense"] = DenseReverse(self.query_emb, name=f"dense-reverse ({self.space})")
+        return self._methods["dense"]
+
+    def bm25_reverse(self, k1: float = 0.9, b: float = 0.4) -> BM25Reverse:
+        key = ("bm25", k1, b)
+        if key not in self._methods:
+            self._methods[key] = BM25Reverse.build(list(self.collection.queries["text"]), k1, b)
+        return self._methods[key]
+
+    def bm25_tuned(self, train_docs: np.ndarray, n_dq: int, progress: ProgressFn | None = None) -> tuple[BM25Reverse, dict]:
+        texts = [self.passage_text(d) for d in train_docs]
+        spec = relq_rbp(0.5, 0.9, n_dq)
+
+        def score(idx: np.ndarray) -> float:
+            return float(np.nanmean(relq_per_passage(self.exposure, train_docs, idx, spec)))
+
+        return tune_bm25_reverse(list(self.collection.queries["text"]), texts, score, n_dq, progress=progress)
+
+    def learned(self, config: TrainingConfig, exclude_docs: np.ndarray | None,
+                progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
+        excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
+        _, params = self.learned_params(config, excl)
+        params = {k: v for k, v in params.items() if k not in ("config", "version")}  # train_or_load adds both
+        model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
+        name = {"residual": "Residual", "append": "Append"}[config.arch]
+        return LearnedEQI.from_model(model, self.query_emb, name), info
+
+    def learned_params(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> tuple[str, dict]:
+        from dataclasses import asdict
+
+        from eqi_core.exposure.learned import HEAD_VERSION
+
+        excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
+        return "exposure-head", {**self.params(), "excluded": digest(excl), "config": asdict(config), "version": HEAD_VERSION}
+
+    def learned_available(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> bool:
+        """Whether this head is already trained (in the store), without training it."""
+        return self.store.load(*self.learned_params(config, exclude_docs), verify=False) is not None
+
+    def passage_text(self, doc: int) -> str:
+        return self.texts[doc]
+
+    def brute_force(self, docs: np.ndarray, n_dq: int) -> np.ndarray:
+        """The ideal exposure lists (exposing queries by rank), padded with -1."""
+        out = np.full((len(docs), n_dq), -1, dtype=np.int64)
+        for i, d in enumerate(docs):
+            q, _ = self.exposure.exposing(int(d))
+            out[i, : min(n_dq, len(q))] = q[:n_dq]
+        return out
+
+
+def digest(arr: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()[:16]
+
+
+def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
+                     progress: ProgressFn | None = None, engine=None) -> ExposureSetup:
+    """Build (or load) the exact exposure map and the dense space for EQI. The map comes from the
+    one builder, ``compute_exposure_map``: in-process by default, on Dask with an ``engine``."""
+    from eqi_core.exposure.distributed import compute_exposure_map
+
+    exposure, _ = compute_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
+    dense = build_ranker(space_for(ranker_id), collection, store, progress)
+    q_emb = query_embeddings(dense.encoder, collection, store, progress)
+    return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
+                         dense.doc_embeddings, q_emb, store, collection.passage_texts())

@@ -1,0 +1,55 @@
+"""The sidebar every page draws first: collection and ranker pickers whose choice follows the user."""
+from __future__ import annotations
+
+import streamlit as st
+
+from eqi_core.errors import DataError
+from eqi_core.loaders import discover_collections
+from eqi_core.loaders.registry import check_within_roots
+from eqi_core.rankers import DEFAULT_RANKER, RANKERS
+from pages._url import URL_NAMES, incoming
+
+COLLECTION_KEY = "collection_spec"
+RANKER_KEY = "ranker_id"
+assert set(URL_NAMES) == {COLLECTION_KEY, RANKER_KEY}
+# Widget state is dropped when a page without the widget runs; these keys keep the choice.
+_KEPT = {COLLECTION_KEY: "_kept_collection_spec", RANKER_KEY: "_kept_ranker_id"}
+
+
+def _keep(widget_key: str) -> None:
+    st.session_state[_KEPT[widget_key]] = st.session_state[widget_key]
+
+
+def _restore(widget_key: str, default: str) -> str:
+    value = st.session_state.setdefault(_KEPT[widget_key], default)
+    st.session_state[widget_key] = value
+    return value
+
+
+def sidebar() -> None:
+    """Collection and ranker pickers; every page calls this first, so the choice follows the user."""
+    from pages._state import get_store
+
+    arriving = incoming()
+    if "collection" in arriving:
+        try:
+            st.session_state[_KEPT[COLLECTION_KEY]] = check_within_roots(arriving["collection"])
+        except DataError as exc:
+            st.warning(f"Ignoring the link's collection: {exc}")
+    if "ranker" in arriving and arriving["ranker"] in RANKERS:
+        st.session_state[_KEPT[RANKER_KEY]] = arriving["ranker"]
+    options = discover_collections()
+    specs = list(options.values())
+    current = _restore(COLLECTION_KEY, "wordnet")
+    _restore(RANKER_KEY, DEFAULT_RANKER)
+    if current not in specs:
+        specs.append(current)
+        options[current] = current
+    labels = {v: k for k, v in options.items()}
+    st.sidebar.selectbox("Collection", specs, key=COLLECTION_KEY, on_change=_keep, args=(COLLECTION_KEY,),
+                         format_func=lambda s: labels.get(s, s),
+                         help="WordNet is embedded; add BEIR / MS MARCO folders with EQI_DATA_ROOTS")
+    st.sidebar.selectbox("Ranker", list(RANKERS), key=RANKER_KEY, on_change=_keep, args=(RANKER_KEY,),
+                         format_func=lambda r: RANKERS[r].name,
+                         help="; ".join(f"{r.name}: {r.description}" for r in RANKERS.values()))
+    st.sidebar.caption(f"Artifact store: `{get_store().root}`")

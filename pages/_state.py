@@ -1,0 +1,136 @@
+"""Cached dashboard state: the store, the chosen collection, rankers, runs, the EQI setup and the
+latent space, shared by sessions.
+
+Collections, rankers and indexes are read-only once built, so ``st.cache_resource`` shares one
+copy between sessions; building goes through the artifact store's file lock, so concurrent
+sessions build an index once. What is slow on a first visit is built outside the cached
+functions, under a live progress bar; the readiness checks come from the core.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from eqi_core.collection import Collection
+from eqi_core.errors import DataError
+from eqi_core.loaders import load_collection
+from eqi_core.rankers import DEFAULT_RANKER, build_ranker, has_run, is_indexed, ranker_spec, run_all_queries
+from eqi_core.runs import Run
+from eqi_core.store import ArtifactStore
+from pages._progress import with_progress
+from pages._sidebar import COLLECTION_KEY, RANKER_KEY
+
+# Curated first-run example on the WordNet default (home page and the Latent traversal page's default):
+# a logged query whose gold sense MiniLM-L6 ranks low, fixed along the walk (chosen with `eqi traverse`).
+CURATED_TRAVERSAL_QUERY = "hair"
+
+
+@st.cache_resource(show_spinner=False)
+def get_store() -> ArtifactStore:
+    return ArtifactStore()
+
+
+@st.cache_resource(show_spinner=False)
+def get_collection(spec: str) -> Collection:
+    return load_collection(spec, get_store())
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _get_ranker(spec: str, ranker_id: str):
+    return build_ranker(ranker_id, get_collection(spec), get_store())
+
+
+def current_collection() -> Collection | None:
+    spec = st.session_state.get(COLLECTION_KEY, "wordnet")
+    try:
+        with st.spinner(f"Loading collection {spec}..."):
+            return get_collection(spec)
+    except DataError as exc:
+        st.error(str(exc))
+        return None
+
+
+def _index_with_progress(ranker_id: str, collection: Collection) -> None:
+    if not is_indexed(ranker_id, collection, get_store()):
+        # Built outside the cached function so the progress bar is live, not replayed.
+        with_progress(f"Indexing {len(collection.passages):,} passages for {ranker_spec(ranker_id).name}...",
+                      lambda p: build_ranker(ranker_id, collection, get_store(), progress=p))
+
+
+def current_ranker():
+    """The chosen ranker over the chosen collection; the first build shows a progress bar."""
+    spec = st.session_state.get(COLLECTION_KEY, "wordnet")
+    ranker_id = st.session_state.get(RANKER_KEY, DEFAULT_RANKER)
+    try:
+        _index_with_progress(ranker_id, get_collection(spec))
+        return _get_ranker(spec, ranker_id)
+    except DataError as exc:
+        st.error(str(exc))
+        return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _get_run(spec: str, ranker_id: str, k: int) -> Run:
+    collection = get_collection(spec)
+    run = run_all_queries(_get_ranker(spec, ranker_id), collection, get_store(), k=k)
+    run.name = ranker_id
+    return run
+
+
+def live_run(spec: str, ranker_id: str, k: int = 100) -> Run:
+    """A ranker's run over all queries of the collection; the first computation shows progress."""
+    collection = get_collection(spec)
+    store = get_store()
+    _index_with_progress(ranker_id, collection)
+    if not has_run(ranker_id, collection, store, k):
+        ranker = _get_ranker(spec, ranker_id)
+        with_progress(f"Ranking {len(collection.queries):,} queries with {ranker_spec(ranker_id).name}...",
+                      lambda p: run_all_queries(ranker, collection, store, k=k, progress=p))
+    return _get_run(spec, ranker_id, k)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _get_exposure_setup(spec: str, ranker_id: str):
+    from eqi_core.exposure.setup import prepare_exposure
+
+    return prepare_exposure(get_collection(spec), ranker_id, get_store())
+
+
+def exposure_setup_or_stop(spec: str, ranker_id: str):
+    """The exact exposure map + embedding space for EQI (first build with progress), or a clear error."""
+    from eqi_core.exposure.setup import exposure_ready, prepare_exposure
+
+    collection = get_collection(spec)
+    store = get_store()
+    try:
+        if not exposure_ready(collection, ranker_id, store):
+            with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
+                          f"{ranker_spec(ranker_id).name} (once; cached)...",
+                          lambda p: prepare_exposure(collection, ranker_id, store, progress=p))
+        return _get_exposure_setup(spec, ranker_id)
+    except DataError as exc:
+        st.error(str(exc))
+        st.stop()
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _get_latent_space(spec: str, encoder_id: str):
+    from eqi_core.decoder.space import open_space
+
+    return open_space(get_collection(spec), get_store(), encoder_id)
+
+
+def latent_space_or_stop(spec: str, encoder_id: str):
+    """The encoder's latent space with its decoders (first build shows progress), or a clear error."""
+    from eqi_core.decoder.space import open_space
+    from eqi_core.exposure.setup import dense_space_ready
+
+    collection = get_collection(spec)
+    store = get_store()
+    try:
+        if not dense_space_ready(encoder_id, collection, store):
+            with_progress(f"Encoding passages and logged queries with {ranker_spec(encoder_id).name} (once; cached)...",
+                          lambda p: open_space(collection, store, encoder_id, progress=p))
+        return _get_latent_space(spec, encoder_id)
+    except DataError as exc:
+        st.error(str(exc))
+        st.stop()

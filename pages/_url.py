@@ -1,0 +1,73 @@
+"""Deep links: every page's state lives in the URL.
+
+Values arriving in the URL (a shared link, a curated example) are applied to the widgets before
+they are drawn; after drawing, the URL is rewritten from the widgets, so copying the address bar
+(or the "Copy link" box) reopens the same view.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+_WRITTEN = "_url_written"
+URL_NAMES = {"collection_spec": "collection", "ranker_id": "ranker"}  # the sidebar's widgets
+
+
+def incoming() -> dict[str, str]:
+    """URL parameters that did not come from our own last rewrite (new link or first load)."""
+    current = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    return {} if current == st.session_state.get(_WRITTEN) else current
+
+
+def url_state(spec: dict[str, tuple[str, type, object]]) -> None:
+    """Initialise widgets ``{widget_key: (url_name, cast, default)}`` from the URL, else their default."""
+    arriving = incoming()
+    for key, (name, cast, default) in spec.items():
+        if name in arriving:
+            try:
+                value = cast(arriving[name])
+            except (TypeError, ValueError):
+                st.warning(f"Ignoring the link's {name}={arriving[name]!r}: not a valid value.")
+                value = default
+            st.session_state[key] = value
+        else:
+            st.session_state.setdefault(key, default)
+    st.session_state.setdefault("_url_spec", {}).update({k: (n, c) for k, (n, c, _) in spec.items()})
+
+
+def as_list(text: str) -> list[str]:
+    return [t for t in str(text).split(",") if t]
+
+
+def _url_value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def sync_url(spec: dict[str, tuple[str, type, object]] | None = None) -> dict[str, str]:
+    """Rewrite the URL from the sidebar and the page's widgets; returns the parameters."""
+    params = {name: _url_value(st.session_state[key]) for key, name in URL_NAMES.items() if key in st.session_state}
+    for key, (name, _cast, _default) in (spec or {}).items():
+        if key in st.session_state and st.session_state[key] not in (None, "", []):
+            params[name] = _url_value(st.session_state[key])
+    if {k: st.query_params.get(k) for k in st.query_params.keys()} != params:
+        st.query_params.from_dict(params)
+    st.session_state[_WRITTEN] = params
+    return params
+
+
+def copy_link(params: dict[str, str]) -> None:
+    """A box with this view's full address (its copy icon puts it on the clipboard)."""
+    from urllib.parse import urlencode
+
+    base = (st.context.url or "").split("?")[0]
+    with st.popover("Copy link", icon=":material/link:"):
+        st.caption("This address reopens exactly this view:")
+        st.code(f"{base}?{urlencode(params)}", language=None, wrap_lines=True)
+
+
+def page_header(title: str, caption: str, url_spec: dict):
+    """Title, caption and URL state of a page; returns the column that holds its Copy-link box."""
+    url_state(url_spec)
+    head, link = st.columns([5, 1])
+    head.title(title)
+    st.caption(caption)
+    return link
