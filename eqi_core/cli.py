@@ -12,7 +12,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import typer
 
-from eqi_core.errors import DataError
+from eqi_core.errors import DataError, FigureExportError, MissingDependency
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
@@ -573,9 +573,15 @@ def main() -> None:
     except InterruptedError as exc:
         typer.echo(f"stopped: {exc}", err=True)
         sys.exit(3)
-    except (FileNotFoundError, ModuleNotFoundError) as exc:
+    except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except ModuleNotFoundError as exc:  # an install problem, not bad input
+        typer.echo(f"error: missing dependency: {MissingDependency.from_import(exc)}", err=True)
+        sys.exit(4)
+    except (MissingDependency, FigureExportError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(4)
 
 
 if __name__ == "__main__":

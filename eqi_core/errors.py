@@ -18,3 +18,7 @@ class MissingDependency(RuntimeError):
         what = f" ({feature})" if feature else ""
         return cls(f"the Python package {name!r} is not installed{what}; run `make setup` "
                    f"(or `pip install -e .[test,irds]`) in the project's virtual environment")
+
+
+class FigureExportError(RuntimeError):
+    """A static image could not be rendered (kaleido or its browser failed)."""

@@ -1,18 +1,54 @@
-"""Progress reporting shared by the library, the CLI (tqdm) and pages (st.progress).
+"""Progress reporting shared by the library, the CLI and pages (st.progress).
 
-Long functions take ``progress: ProgressFn | None`` = ``fn(done, total)``; None means a tqdm bar.
+Long functions take ``progress: ProgressFn | None`` = ``fn(done, total)``; None means the
+terminal's reporter: a tqdm bar when stderr is a terminal, else plain progress lines (a log file
+of a 30-minute job shows where it is, every 10% or 30 s, with the time left).
 """
 from __future__ import annotations
 
+import sys
+import time
 from typing import Callable
 
 from tqdm.auto import tqdm
 
 ProgressFn = Callable[[int, int], None]
+LINE_EVERY_SECONDS = 30.0
+LINE_EVERY_SHARE = 0.10
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def line_progress(desc: str, unit: str = "it", stream=None, every_seconds: float = LINE_EVERY_SECONDS,
+                  every_share: float = LINE_EVERY_SHARE) -> ProgressFn:
+    """A ProgressFn that prints ``desc: done/total unit (pct%), elapsed, ~left`` lines, at the start,
+    every ``every_share`` of the work or ``every_seconds``, and at the end."""
+    state = {"started": None, "last_t": 0.0, "last_share": -1.0}
+
+    def update(done: int, total: int) -> None:
+        now = time.monotonic()
+        if state["started"] is None:
+            state["started"] = now
+        share = done / total if total else 1.0
+        finished = done >= total
+        if not (finished or state["last_share"] < 0 or share - state["last_share"] >= every_share
+                or now - state["last_t"] >= every_seconds):
+            return
+        elapsed = now - state["started"]
+        left = f", ~{_duration(elapsed * (total - done) / done)} left" if 0 < done < total and elapsed > 1 else ""
+        print(f"[eqi] {desc}: {done:,}/{total:,} {unit} ({share:.0%}), {_duration(elapsed)}{left}",
+              file=stream or sys.stderr, flush=True)
+        state["last_t"], state["last_share"] = now, share
+
+    return update
 
 
 def tqdm_progress(desc: str, unit: str = "it", disable: bool | None = None) -> ProgressFn:
-    """A ProgressFn that drives one tqdm bar (created on the first call)."""
+    """A tqdm bar on a terminal; progress lines when stderr is a file or a pipe."""
+    if disable is None and not sys.stderr.isatty():
+        return line_progress(desc, unit)
     state: dict = {}
 
     def update(done: int, total: int) -> None:

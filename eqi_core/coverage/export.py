@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from eqi_core.errors import FigureExportError
 from eqi_core.store import atomic_write
 
 SLIDE_SCALE = 3  # 3x a 1000-px-wide figure: sharp on a projector
@@ -52,10 +53,6 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 1, width: int 
 def write_figure(fig: go.Figure, path: Path, fmt: str = "png") -> Path:
     """PNG or SVG at slide resolution, written atomically."""
     return atomic_write(path, figure_image(fig, fmt, scale=SLIDE_SCALE if fmt == "png" else 1))
-
-
-class FigureExportError(RuntimeError):
-    """A static image could not be rendered (kaleido or its browser failed)."""
 
 
 @contextmanager

@@ -1,0 +1,64 @@
+"""Tools that say one line or nothing: progress lines in log files, figure export without
+tracebacks, a missing package named as such."""
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+from eqi_core.progress import line_progress
+from tests.conftest import TINY_BEIR
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_line_progress_prints_start_steps_and_end():
+    out = io.StringIO()
+    report = line_progress("training", "step", stream=out, every_seconds=1e9, every_share=0.25)
+    for done in range(0, 101):
+        report(done, 100)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[eqi] training: 0/100 step (0%)") and lines[-1].startswith("[eqi] training: 100/100 step (100%)")
+    assert 5 <= len(lines) <= 6  # 0, 25, 50, 75, 100 (+ at most one rounding step)
+
+
+def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
+    """stderr is a file: no tqdm bar (tqdm disables itself there), progress lines instead."""
+    log = tmp_path / "index.log"
+    with open(log, "w") as fh:
+        done = subprocess.run([sys.executable, "-m", "eqi_core.cli", "index", "-c", f"beir:{TINY_BEIR}", "-r", "minilm-l3-onnx"],
+                              stdout=subprocess.PIPE, stderr=fh, text=True, cwd=ROOT, timeout=300,
+                              env={**__import__("os").environ, "EQI_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, log.read_text()
+    text = log.read_text()
+    assert "[eqi] indexing" in text and "12/12 passage (100%)" in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_figure_export_prints_no_traceback(tmp_path, capfd):
+    from eqi_core.coverage.export import write_figure
+
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
+    for i in range(2):
+        try:
+            write_figure(fig, tmp_path / f"f{i}.png")
+        except Exception as exc:  # no browser for kaleido here: still one line, never a traceback
+            assert "\n" not in str(exc)
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err and "JSONError" not in captured.err
+
+
+def test_missing_package_is_named_not_bad_input(monkeypatch, capsys):
+    from eqi_core import cli
+
+    def boom(*a, **k):
+        raise ModuleNotFoundError("No module named 'umap'", name="umap")
+
+    monkeypatch.setattr(cli, "app", boom)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 4 and "missing dependency" in err and "'umap' is not installed" in err
