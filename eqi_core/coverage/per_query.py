@@ -85,8 +85,10 @@ def _file_order_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(score=-frame["rank"].astype("float64"))[["query_id", "doc_id", "score"]]
 
 
-def compute_matrix(runs: dict[str, Run], qrels: pd.DataFrame, measure: str) -> MetricMatrix:
-    """Per-query ``measure`` for each run over the judged queries with a relevant document."""
+def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
+    """Per-query ``measure`` for each run over the judged queries with a relevant document
+    (``qrels``: a ``Qrels`` or its frame)."""
+    qrels = getattr(qrels, "frame", qrels)
     m = parse_measure(measure)
     if len(runs) == 0:
         raise DataError("no runs given; expected at least one TREC run or ranker")

@@ -11,19 +11,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from eqi_core.errors import DataError
+
 CORRECTIONS = ("holm", "bonferroni", "bh")
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm-Bonferroni step-down adjusted p-values (monotone, capped at 1)."""
-    order = np.argsort(p)
-    m = len(p)
-    adjusted = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, (m - rank) * p[i])
-        adjusted[i] = min(1.0, running)
-    return adjusted
+_STATSMODELS_METHOD = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
 
 
 def pairwise_tests(values: pd.DataFrame, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
@@ -40,16 +31,12 @@ def pairwise_tests(values: pd.DataFrame, correction: str = "holm", alpha: float 
     table = pd.DataFrame(rows)
     if table.empty:
         return table
+    if correction not in _STATSMODELS_METHOD:
+        raise DataError(f"correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
+    from statsmodels.stats.multitest import multipletests
+
     for col in ("t_p", "wilcoxon_p"):
-        p = table[col].to_numpy()
-        if correction == "holm":
-            adj = holm(p)
-        elif correction == "bonferroni":
-            adj = np.minimum(1.0, p * len(p))
-        elif correction == "bh":
-            adj = stats.false_discovery_control(p, method="bh")
-        else:
-            raise ValueError(f"correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
+        adj = multipletests(table[col].to_numpy(), alpha=alpha, method=_STATSMODELS_METHOD[correction])[1]
         table[f"{col}_adj"] = adj
         table[f"{col.split('_')[0]}_significant"] = adj < alpha
     return table

@@ -96,15 +96,16 @@ def reference_sets(rankers: list[str], mode: str, release_dates: dict[str, str] 
 
 
 def bootstrap_ci(contributions: pd.Series, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean contribution, resampling queries."""
+    """Percentile bootstrap interval of the mean contribution, resampling queries (scipy.stats.bootstrap)."""
+    from scipy.stats import bootstrap
+
     x = contributions.to_numpy(dtype=float)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    for start in range(0, n_boot, 100):  # in chunks: bounded memory for large Q
-        idx = rng.integers(0, len(x), size=(min(100, n_boot - start), len(x)))
-        means[start:start + len(idx)] = x[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    if len(x) < 2 or np.all(x == x[0]):  # no spread: the interval is the value itself
+        v = float(x.mean()) if len(x) else float("nan")
+        return v, v
+    res = bootstrap((x,), np.mean, n_resamples=n_boot, confidence_level=level, method="percentile",
+                    vectorized=True, batch=100, random_state=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def tasc_table(matrix: pd.DataFrame, mode: str = "chronological", release_dates: dict[str, str] | None = None,

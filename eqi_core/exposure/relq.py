@@ -74,9 +74,49 @@ class RelqSpec:
     cutoff: int = 100
 
     def __str__(self) -> str:
-        if self.eqi_user.kind == "RBP" and self.searcher.kind == "RBP":
-            return f"RELQ_RBP,RBP({self.searcher.gamma:g},{self.eqi_user.gamma:g})"
-        return f"RELQ_{self.eqi_user.kind},{self.searcher.kind}"
+        """The label used in tables and plots (no cutoff), e.g. ``RELQ_RBP,RBP(0.5,0.9)``: the
+        searcher's patience first, as in the paper; a lone RBP model shows its own gamma."""
+        u, s = self.eqi_user, self.searcher
+        if u.kind == "RBP" and s.kind == "RBP":
+            args = f"({s.gamma:g},{u.gamma:g})"
+        elif u.kind == "RBP" or s.kind == "RBP":
+            args = f"({(u if u.kind == 'RBP' else s).gamma:g})"
+        else:
+            args = ""
+        return f"RELQ_{u.kind},{s.kind}{args}"
+
+    @property
+    def key(self) -> str:
+        """The full spec with its cutoff, e.g. ``RELQ_RBP,RBP(0.5,0.9)@100``: CLI syntax and cache key."""
+        return f"{self}@{self.cutoff}"
+
+    @classmethod
+    def parse(cls, text: str, cutoff: int = 100) -> "RelqSpec":
+        """``RELQ_RBP,RBP(0.5,0.9)@100``, ``RELQ_EXH,NDCG@50``, ``RELQ_RBP,NDCG(0.8)``: the inverse of
+        ``key`` (and of ``str``, with ``cutoff`` when the text has none)."""
+        import re
+
+        m = re.fullmatch(r"\s*RELQ_(RBP|NDCG|EXH),(RBP|NDCG|EXH)(?:\(([^)]*)\))?(?:@(\d+))?\s*", text, flags=re.I)
+        if not m:
+            raise DataError(f"RELQ spec {text!r}: expected e.g. RELQ_RBP,RBP(0.5,0.9)@100 or RELQ_EXH,NDCG@100")
+        u_kind, s_kind = m.group(1).upper(), m.group(2).upper()
+        try:
+            gammas = [float(g) for g in m.group(3).split(",")] if m.group(3) else []
+        except ValueError:
+            raise DataError(f"RELQ spec {text!r}: patience values must be numbers") from None
+        wanted = (u_kind == "RBP") + (s_kind == "RBP")
+        if len(gammas) != wanted:
+            raise DataError(f"RELQ spec {text!r}: expected {wanted} patience value(s) for its RBP model(s)")
+        if wanted == 2:
+            g_s, g_u = gammas
+        else:
+            g_s = g_u = gammas[0] if gammas else 1.0
+        user = RBP(g_u) if u_kind == "RBP" else UserModel(u_kind)
+        searcher = RBP(g_s) if s_kind == "RBP" else UserModel(s_kind)
+        n = int(m.group(4)) if m.group(4) else cutoff
+        if n <= 0:
+            raise DataError(f"RELQ spec {text!r}: the cutoff must be positive")
+        return cls(user, searcher, n)
 
 
 def relq_rbp(gamma_qd: float, gamma_dq: float, cutoff: int = 100) -> RelqSpec:

@@ -1,11 +1,12 @@
 """Per-query matrices from ir_measures on hand-built runs and qrels."""
+import numpy as np
 import pandas as pd
 import pytest
 
 from eqi_core.errors import DataError
 from eqi_core.coverage import compute_matrix, parse_measure
 from eqi_core.coverage.drilldown import side_by_side
-from eqi_core.coverage.significance import holm, pairwise_tests
+from eqi_core.coverage.significance import pairwise_tests
 from eqi_core.runs import Run
 
 QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q3", "q4"], "doc_id": ["a", "b", "c", "d", "e"],
@@ -58,8 +59,20 @@ def test_unknown_metric():
     assert str(parse_measure("recip_rank")) == "RR" and str(parse_measure("RBP(p=0.5)")) == "RBP(p=0.5)"
 
 
-def test_holm_by_hand():
-    assert holm(pd.Series([0.01, 0.04, 0.03]).to_numpy()).tolist() == pytest.approx([0.03, 0.06, 0.06])
+def test_corrections_by_hand():
+    """Three rankers, three pairs: Holm multiplies the sorted p-values by 3, 2, 1 (running max, cap 1);
+    Bonferroni by 3; BH by 3/rank (running min from the largest)."""
+    v = pd.DataFrame({"a": [1.0, 0.9, 0.8, 0.7, 0.6, 0.5], "b": [0.1, 0.8, 0.3, 0.75, 0.2, 0.4],
+                      "c": [0.0, 0.1, 0.85, 0.1, 0.65, 0.45]})
+    raw = pairwise_tests(v, "holm")["t_p"].to_numpy()
+    order = raw.argsort()
+    holm = np.empty(3)
+    holm[order] = np.minimum(1, np.maximum.accumulate(raw[order] * [3, 2, 1]))
+    bh = np.empty(3)
+    bh[order] = np.minimum.accumulate((raw[order] * 3 / np.arange(1, 4))[::-1])[::-1]
+    assert pairwise_tests(v, "holm")["t_p_adj"].tolist() == pytest.approx(holm.tolist())
+    assert pairwise_tests(v, "bonferroni")["t_p_adj"].tolist() == pytest.approx(np.minimum(1, raw * 3).tolist())
+    assert pairwise_tests(v, "bh")["t_p_adj"].tolist() == pytest.approx(np.minimum(1, bh).tolist())
 
 
 def test_pairwise_tests_counts():

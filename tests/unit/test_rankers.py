@@ -143,3 +143,24 @@ def test_local_sentence_transformers_folder(tiny, store, tmp_path):
     assert ranker.family == "dense" and ranker.doc_embeddings.shape == (12, 384)
     with pytest.raises(DataError, match="cannot load a sentence-transformers model|not a sentence-transformers"):
         build_ranker(f"st:{tmp_path / 'empty'}", tiny, store)
+
+
+@pytest.mark.slow
+def test_splade_sparse_encoder_gives_the_papers_vectors():
+    """sentence-transformers' SparseEncoder == SPLADE's definition computed here by hand:
+    max over non-padding tokens of log(1 + relu(MLM logits))."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from eqi_core.encoders import SpladeEncoder, splade_tiny_dir
+
+    texts = ["a financial institution that accepts deposits", "sloping land beside a body of water", "hair"]
+    ours = SpladeEncoder(splade_tiny_dir()).encode_sparse(texts, batch_size=2).toarray()
+    tok = AutoTokenizer.from_pretrained(str(splade_tiny_dir()), local_files_only=True)
+    mlm = AutoModelForMaskedLM.from_pretrained(str(splade_tiny_dir()), local_files_only=True).eval()
+    with torch.inference_mode():
+        batch = tok(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+        act = torch.log1p(torch.relu(mlm(**batch).logits)) * batch["attention_mask"].unsqueeze(-1)
+        reference = act.max(dim=1).values.numpy()
+    assert ours.shape == reference.shape and np.abs(ours - reference).max() < 1e-5

@@ -77,3 +77,18 @@ def test_batch_equals_single():
         batch = relq_batch(got, ideal, spec)
         single = [relq(got[i], ideal_lists[i], spec) for i in range(40)]
         np.testing.assert_allclose(batch, single, equal_nan=True)
+
+
+@pytest.mark.parametrize("spec", [relq_rbp(0.5, 0.9, 100), relq_rbp(1.0, 1.0, 7), relq_exh_ndcg(50),
+                                  RelqSpec(RBP(0.8), NDCG, 20), RelqSpec(EXH, RBP(0.3), 10)])
+def test_spec_string_round_trip(spec):
+    assert RelqSpec.parse(spec.key) == spec
+    assert RelqSpec.parse(str(spec), cutoff=spec.cutoff) == spec
+
+
+def test_spec_parse_reads_the_papers_order_and_rejects_bad_text():
+    spec = RelqSpec.parse("RELQ_RBP,RBP(0.5,0.9)@100")
+    assert spec.searcher.gamma == 0.5 and spec.eqi_user.gamma == 0.9 and spec.cutoff == 100
+    for bad in ("RELQ_RBP,RBP(0.5)", "RELQ_FOO,NDCG", "RELQ_RBP,RBP(a,b)", "RELQ_EXH,NDCG@0", "RELQ_RBP,RBP(0.5,1.5)"):
+        with pytest.raises(DataError):
+            RelqSpec.parse(bad)
