@@ -6,7 +6,7 @@ import math
 import platform
 import resource
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -96,8 +96,8 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
     small = {}
     for b in batch_sizes:
         batches = [queries[i:i + b] for i in range(0, min(len(queries), 256 * b), b)][:256]
-        t_o, _ = _best_of(lambda: [exact_topk(x, docs, k) for x in batches], repeats)
-        t_f, _ = _best_of(lambda: [index.search(x, k) for x in batches], repeats)
+        t_o, _ = _best_of(lambda xs=batches: [exact_topk(x, docs, k) for x in xs], repeats)
+        t_f, _ = _best_of(lambda xs=batches: [index.search(x, k) for x in xs], repeats)
         n = sum(len(x) for x in batches)
         small[f"batch_{b}"] = {
             "queries": n,
@@ -196,9 +196,9 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
     latency of one-passage approximate EQI (encode + search) over the full log of ``full``."""
     import faiss
 
-    from eqi_core.exposure.setup import prepare_exposure
     from eqi_core.exposure.learned import LearnedEQI, TrainingConfig
     from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings
+    from eqi_core.exposure.setup import prepare_exposure
     from eqi_core.rankers import load_encoder
     from eqi_core.rankers.dense import exact_topk
 

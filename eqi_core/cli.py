@@ -5,7 +5,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -36,7 +35,7 @@ def _store() -> ArtifactStore:
     return ArtifactStore()
 
 
-def _echo_json(obj: dict, output: Optional[Path]) -> None:
+def _echo_json(obj: dict, output: Path | None) -> None:
     text = json.dumps(obj, indent=2)
     typer.echo(text)
     if output:
@@ -118,23 +117,23 @@ def run(
 
 @app.command()
 def tasc(
-    qrels: Optional[Path] = typer.Option(None, "--qrels", "-q", help="TREC or TSV qrels (default: the collection's)"),
+    qrels: Path | None = typer.Option(None, "--qrels", "-q", help="TREC or TSV qrels (default: the collection's)"),
     run_files: list[Path] = typer.Option([], "--run", help="a TREC run file; repeat for each ranker"),
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="collection for live rankers / qrels"),
+    collection: str | None = typer.Option(None, "--collection", "-c", help="collection for live rankers / qrels"),
     rankers: list[str] = typer.Option([], "--ranker", "-r", help="a live ranker id; repeat (needs --collection)"),
     measure: str = typer.Option("nDCG@10", "--measure", "-m", help="ir_measures or trec_eval name, e.g. ndcg_cut_10, RR@10"),
     mode: str = typer.Option("chronological", "--mode", help="chronological or all-others"),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help="reference of the earliest ranker (e.g. bm25)"),
+    baseline: str | None = typer.Option(None, "--baseline", help="reference of the earliest ranker (e.g. bm25)"),
     release: list[str] = typer.Option([], "--release", help="NAME=YYYY-MM release date; repeat (known rankers have defaults)"),
     n_boot: int = typer.Option(1000, "--bootstrap", min=100, max=100_000, help="bootstrap resamples for the CIs"),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSV, LaTeX, HTML and PNG figures here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSV, LaTeX, HTML and PNG figures here"),
 ) -> None:
     """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers."""
-    from eqi_core.errors import DataError as _DataError
     from eqi_core.coverage import compute_matrix, tasc_table
     from eqi_core.coverage.sources import live_runs, load_run_files
-    from eqi_core.rankers import release_date_for
+    from eqi_core.errors import DataError as _DataError
     from eqi_core.loaders.trec import read_qrels
+    from eqi_core.rankers import release_date_for
 
     store = _store()
     runs = load_run_files(list(run_files))
@@ -177,7 +176,7 @@ def tasc(
         typer.echo(f"wrote matrix.csv, tasc.csv, tasc.tex and {len(figures)} figures (HTML + PNG) to {output_dir}")
 
 
-def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: Optional[str] = None):
+def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | None = None):
     from eqi_core.exposure.setup import prepare_exposure
 
     store = _store()
@@ -191,15 +190,15 @@ DenseRankerOpt = typer.Option("minilm-l6", "--ranker", "-r", help=f"one of {', '
 
 @app.command()
 def exposure(
-    passage: Optional[str] = typer.Argument(None, help="a passage id of the collection"),
-    text: Optional[str] = typer.Option(None, "--text", help="a passage not in the collection (instead of an id)"),
+    passage: str | None = typer.Argument(None, help="a passage id of the collection"),
+    text: str | None = typer.Option(None, "--text", help="a passage not in the collection (instead of an id)"),
     collection: str = CollectionOpt,
     ranker: str = DenseRankerOpt,
     n_qd: int = typer.Option(100, "--n-qd", help="n_q->d: depth of the searcher's results"),
     n_dq: int = typer.Option(20, "--n-dq", help="n_d->q: exposing queries to list per method"),
     gamma_qd: float = typer.Option(0.5, "--gamma-qd", help="searcher patience for RELQ"),
     gamma_dq: float = typer.Option(0.9, "--gamma-dq", help="EQI-user patience for RELQ"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="compute the exact map on this Dask scheduler "
+    scheduler: str | None = typer.Option(None, "--scheduler", help="compute the exact map on this Dask scheduler "
                                             "(tcp://host:8786) instead of in this process"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
@@ -228,7 +227,7 @@ def exposure(
         typer.echo(frame.to_string(index=False))
 
 
-def _engine(engine: str, scheduler: Optional[str], workers: int, memory_limit: Optional[str]):
+def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None):
     from eqi_core.exposure.distributed import Engine
 
     return Engine(scheduler or engine, n_workers=workers, memory_limit=memory_limit)
@@ -241,12 +240,12 @@ def exposure_map_cmd(
     depth: int = typer.Option(100, "--n-qd", min=1, max=10_000, help="n_q->d: depth of every query's results"),
     engine: str = typer.Option("auto", "--engine", help="auto (in-process below 10^12 flops, else local), inprocess "
                                "(no Dask), local (a LocalCluster on this machine)"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786"),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786"),
     workers: int = typer.Option(2, "--workers", min=1, max=512, help="LocalCluster workers (one thread each)"),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="per LocalCluster worker, e.g. 2GB; "
+    memory_limit: str | None = typer.Option(None, "--memory-limit", help="per LocalCluster worker, e.g. 2GB; "
                                                "passage shards are sized to fit"),
     query_shard: int = typer.Option(2048, "--query-shard", min=1, help="queries per task"),
-    passage_shards: Optional[int] = typer.Option(None, "--passage-shards", min=1, help="split the passages (dense only)"),
+    passage_shards: int | None = typer.Option(None, "--passage-shards", min=1, help="split the passages (dense only)"),
 ) -> None:
     """The exact exposure map by shards on Dask (or in-process): resumable, written as partitioned Parquet in the store."""
     from eqi_core.exposure.distributed import compute_exposure_map
@@ -267,7 +266,7 @@ def train_exposure(
     ranker: str = DenseRankerOpt,
     arch: str = typer.Option("residual", "--arch", help="residual or append"),
     steps: int = typer.Option(2000, "--steps", min=1, max=1_000_000),
-    train_queries: Optional[int] = typer.Option(None, "--train-queries", min=1, help="|Q_train| (default: whole log)"),
+    train_queries: int | None = typer.Option(None, "--train-queries", min=1, help="|Q_train| (default: whole log)"),
     train_passages: int = typer.Option(5000, "--train-passages", min=1),
     n_test: int = typer.Option(1000, "--test-passages", min=1, help="held out (never trained on)"),
     lr: float = typer.Option(1e-4, "--lr"),
@@ -292,7 +291,7 @@ def eval_exposure(
     steps: int = typer.Option(2000, "--steps", min=1),
     grid: bool = typer.Option(False, "--grid", help="also the training-size grid (paper Table 3)"),
     expanding: bool = typer.Option(False, "--expanding", help="also the expanding-log simulation (paper Figure 2)"),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSVs here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs here"),
 ) -> None:
     """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
     from eqi_core.exposure.evaluate import cached_table2, expanding_log, training_size_grid
@@ -333,7 +332,7 @@ def train_decoder_cmd(
                                         help="pseudo-queries drawn from each passage (0: the query log only)"),
     layers: int = typer.Option(4, "--layers", min=1, max=12),
     seed: int = typer.Option(0, "--seed"),
-    export: Optional[Path] = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
+    export: Path | None = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
 ) -> None:
     """Train the neural query decoder for an encoder on a collection's query log; resumable (rerun to continue)."""
 
@@ -354,7 +353,7 @@ def train_decoder_cmd(
     typer.echo(json.dumps(card, indent=1, default=str))
 
 
-def _latent_space(collection: str, encoder: str, decoder: Optional[Path], exclude_heldout: bool = True):
+def _latent_space(collection: str, encoder: str, decoder: Path | None, exclude_heldout: bool = True):
     from eqi_core.decoder.space import open_space
     from eqi_core.decoder.train import DecoderTraining, heldout_split
 
@@ -374,7 +373,7 @@ EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encode
 def eval_decoder_cmd(
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
-    decoder: Optional[Path] = DecoderOpt,
+    decoder: Path | None = DecoderOpt,
     queries: int = typer.Option(300, "--queries", min=1, help="held-out queries for the round trip (Table 1)"),
     passages: int = typer.Option(300, "--passages", min=1, help="held-out gold passages (Table 2)"),
     traversal: int = typer.Option(100, "--traversal", min=1, help="queries walked to their gold passage (Figure 3)"),
@@ -383,8 +382,8 @@ def eval_decoder_cmd(
     steps: int = typer.Option(10, "--steps", "-k", min=1, max=50),
     mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
     seed: int = typer.Option(0, "--seed"),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="write CSVs and summary.json here"),
-    write_card: Optional[Path] = typer.Option(None, "--write-card", help="add the metrics to this checkpoint's card.json"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs and summary.json here"),
+    write_card: Path | None = typer.Option(None, "--write-card", help="add the metrics to this checkpoint's card.json"),
 ) -> None:
     """Decoder evaluation on held-out queries: paper Tables 1, 2, 6/7 and Figure 3 (neural, guided, nearest-query)."""
     from eqi_core.decoder.evaluate import run_evaluation
@@ -395,7 +394,7 @@ def eval_decoder_cmd(
     space, heldout_q = _latent_space(collection, encoder, decoder)
     res = run_evaluation(space, heldout_q, queries, passages, traversal, guided_traversal, suggest, steps, mode, seed,
                          lambda label: tqdm_progress(label, "item"))
-    fmt = lambda v: f"{v:.3f}"  # noqa: E731
+    fmt = lambda v: f"{v:.3f}"
     typer.echo(f"{space.collection.name}, encoder {encoder}, decoder {space.neural.card.get('_folder')}")
     typer.echo(f"samples: {json.dumps(res['samples'])}")
     typer.echo("Tables 1 and 2 (round trip on held-out queries; passage -> query, share retrieved at top-k):")
@@ -429,7 +428,7 @@ def decode_cmd(
     text: str = typer.Argument(..., help="a passage (or any text) to decode queries from"),
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
-    decoder: Optional[Path] = DecoderOpt,
+    decoder: Path | None = DecoderOpt,
     method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
     n: int = typer.Option(5, "-n", min=1, max=50),
 ) -> None:
@@ -445,15 +444,15 @@ def decode_cmd(
 @app.command("traverse")
 def traverse_cmd(
     query: str = typer.Argument(..., help="a query (from the log or typed)"),
-    target: Optional[str] = typer.Option(None, "--target", "-t", help="target passage id (default: the query's gold passage)"),
+    target: str | None = typer.Option(None, "--target", "-t", help="target passage id (default: the query's gold passage)"),
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
-    decoder: Optional[Path] = DecoderOpt,
+    decoder: Path | None = DecoderOpt,
     method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
     steps: int = typer.Option(10, "--steps", "-k"),
     mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
     stop_early: bool = typer.Option(False, "--stop-early", help="stop once the target is ranked first"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
 ) -> None:
     """Walk from a query to a passage in the latent space and decode a reformulation at each step."""
     from eqi_core.decoder.traversal import check_query, traverse
@@ -477,10 +476,10 @@ def traverse_cmd(
 def bench_decoder_cmd(
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
-    decoder: Optional[Path] = DecoderOpt,
+    decoder: Path | None = DecoderOpt,
     queries: int = typer.Option(20, "--queries", min=1, help="held-out queries to decode"),
     traversals: int = typer.Option(3, "--traversals", min=1),
-    output: Optional[Path] = typer.Option(None, "--output", "-o"),
+    output: Path | None = typer.Option(None, "--output", "-o"),
 ) -> None:
     """Decode latency (neural vs. with guided correction) and full K = 10 traversal time."""
     from eqi_core.bench import bench_decoder
@@ -493,11 +492,11 @@ def bench_decoder_cmd(
 def bench_exposure_cmd(
     collection: str = CollectionOpt,
     full_log: str = typer.Option("wordnet:full", "--latency-collection", help="collection whose full log the latency uses"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
     engine: str = typer.Option("inprocess", "--engine", help="inprocess: exact map vs faiss + latency; "
                                "dask: the sharded map in-process vs LocalCluster (1, 2 workers) [vs --scheduler]"),
     ranker: str = typer.Option("minilm-l6", "--ranker", "-r", help="ranker of the map (--engine dask)"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="also time this Dask scheduler (--engine dask)"),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="also time this Dask scheduler (--engine dask)"),
 ) -> None:
     """Exact exposure-map throughput vs faiss (or in-process vs Dask); one-passage EQI latency on a full log."""
     from eqi_core.bench import bench_exposure
@@ -517,7 +516,7 @@ def bench_exposure_cmd(
 def bench_encode_cmd(
     collection: str = CollectionOpt,
     n: int = typer.Option(2000, "--n", min=10, help="passages to encode"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
 ) -> None:
     """Passages/s of the default encoder vs sentence-transformers' own encode (target ratio >= 0.9)."""
     from eqi_core.bench import bench_encode
@@ -530,7 +529,7 @@ def bench_dense_cmd(
     collection: str = CollectionOpt,
     queries: int = typer.Option(2000, "--queries", min=1, help="queries to search"),
     k: int = typer.Option(100, "-k", min=1, max=10_000),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
 ) -> None:
     """Exact top-k search time vs faiss.IndexFlatIP on the same embeddings (target >= 2x)."""
     from eqi_core.bench import bench_dense
@@ -543,7 +542,7 @@ def bench_dense_cmd(
 def bench_memory_cmd(
     collection: str = typer.Option("wordnet:full", "--collection", "-c"),
     dense: bool = typer.Option(False, "--dense", help="also index/search with MiniLM-L6 (encodes every passage)"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
 ) -> None:
     """Peak RSS of each CLI command on a collection (default: the full WordNet), one process each."""
     from eqi_core.bench import bench_memory
@@ -555,7 +554,7 @@ def bench_memory_cmd(
 def bench_tasc_cmd(
     queries: int = typer.Option(7000, "--queries", min=10),
     rankers: int = typer.Option(6, "--rankers", min=2),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
 ) -> None:
     """Time to compute the per-query matrix + TaSC (target < 5 s for 6 rankers x 7k queries)."""
     from eqi_core.bench import bench_tasc

@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from eqi_core.errors import DataError  # noqa: F401  (re-exported for old imports)
+from eqi_core.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -138,17 +138,6 @@ class Collection:
             "mean_passage_words": round(float(self.passages["text"].str.split().str.len().mean() or 0), 1),
             "mean_query_words": round(float(self.queries["text"].str.split().str.len().mean() or 0), 2),
         }
-
-    def subset_queries(self, query_ids: list[str]) -> "Collection":
-        """The same passages with only these queries (and their judgments)."""
-        keep = set(query_ids)
-        return Collection(
-            name=self.name,
-            passages=self.passages,
-            queries=self.queries[self.queries["query_id"].isin(keep)],
-            qrels=self.qrels[self.qrels["query_id"].isin(keep)],
-            source=self.source,
-        )
 
 
 def _filter(df: pd.DataFrame, columns: list[str], pattern: str, limit: int) -> pd.DataFrame:

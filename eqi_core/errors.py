@@ -13,7 +13,7 @@ class MissingDependency(RuntimeError):
     """An optional Python package or system program a feature needs is not installed."""
 
     @classmethod
-    def from_import(cls, exc: ModuleNotFoundError, feature: str = "") -> "MissingDependency":
+    def from_import(cls, exc: ModuleNotFoundError, feature: str = "") -> MissingDependency:
         name = exc.name or str(exc)
         what = f" ({feature})" if feature else ""
         return cls(f"the Python package {name!r} is not installed{what}; run `make setup` "

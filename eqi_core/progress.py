@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from tqdm.auto import tqdm
 

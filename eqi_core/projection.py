@@ -29,7 +29,7 @@ def _numba_cache() -> None:
 
 def _umap_class():
     _numba_cache()
-    import umap  # noqa: PLC0415 - heavy import kept off module import
+    import umap
 
     return umap.UMAP
 
@@ -93,10 +93,6 @@ def fit_map(emb: np.ndarray, labels: pd.DataFrame, n_neighbors: int = 10, min_di
         _warm_done.set()
     xy = model.embedding_
     return Projection(labels.reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1]), model)
-
-
-def is_warm() -> bool:
-    return _warm_done.is_set()
 
 
 def trajectory_map(space, trav, k: int = 10, n_queries: int = 15) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -19,14 +19,14 @@ class Qrels:
         self.frame = self.frame[QRELS_COLUMNS].astype({"query_id": str, "doc_id": str, "relevance": "int64"})
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Qrels":
+    def from_file(cls, path: str | Path) -> Qrels:
         """TREC (``qid iter docid rel``) or TSV (``qid docid rel``) qrels; bad lines are one-line errors."""
         from eqi_core.loaders.trec import read_qrels
 
         return cls(read_qrels(path))
 
     @classmethod
-    def from_dict(cls, judgments: dict[str, dict[str, int]]) -> "Qrels":
+    def from_dict(cls, judgments: dict[str, dict[str, int]]) -> Qrels:
         rows = [(q, d, g) for q, docs in judgments.items() for d, g in docs.items()]
         return cls(pd.DataFrame(rows, columns=QRELS_COLUMNS))
 

@@ -17,7 +17,6 @@ from eqi_core.errors import DataError
 from eqi_core.loaders.text_files import line_of_row, read_columns, read_text
 from eqi_core.store import atomic_path
 
-
 RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
 
 
@@ -47,7 +46,7 @@ class Run:
         indices: np.ndarray,
         scores: np.ndarray,
         meta: dict | None = None,
-    ) -> "Run":
+    ) -> Run:
         """From per-query top-k arrays (row i = query_ids[i]; indices into doc_ids, best first)."""
         n, k = indices.shape
         doc_ids = np.asarray(doc_ids, dtype=object)
@@ -63,14 +62,14 @@ class Run:
         return cls(name, frame, meta or {})
 
     @classmethod
-    def from_dict(cls, name: str, scores: dict[str, dict[str, float]]) -> "Run":
+    def from_dict(cls, name: str, scores: dict[str, dict[str, float]]) -> Run:
         """From {query_id: {doc_id: score}}; ranks follow the trec_eval tie-break."""
         rows = [(q, d, s) for q, docs in scores.items() for d, s in docs.items()]
         df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
         return cls(name, _rank_by_score(df))
 
     @classmethod
-    def from_trec(cls, path: str | Path, name: str | None = None, data: bytes | None = None) -> "Run":
+    def from_trec(cls, path: str | Path, name: str | None = None, data: bytes | None = None) -> Run:
         """Parse a TREC run file (or its uploaded bytes); see ``read_trec_run``."""
         return read_trec_run(path, name, data)
 
@@ -99,7 +98,7 @@ class Run:
         sizes = self.frame.groupby(["query_id", "score"]).size()
         return int((sizes > 1).sum())
 
-    def trec_eval_order(self) -> "Run":
+    def trec_eval_order(self) -> Run:
         """The same run re-ranked by trec_eval's rule: score desc, then doc_id desc."""
         return Run(self.name, _rank_by_score(self.frame[["query_id", "doc_id", "score"]]), dict(self.meta))
 

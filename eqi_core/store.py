@@ -26,10 +26,11 @@ import secrets
 import shutil
 import socket
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from filelock import FileLock
 
@@ -199,7 +200,7 @@ class ArtifactStore:
 
     def builds(self) -> list[dict]:
         path = self.root / "builds.jsonl"
-        return [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
+        return [json.loads(line_) for line_ in path.read_text().splitlines() if line_.strip()] if path.exists() else []
 
     def work_dir(self, kind: str, params: dict[str, Any]) -> Path:
         """A scratch directory that survives a killed build (checkpoints, finished shards), so a

@@ -14,7 +14,7 @@ URL_NAMES = {"collection_spec": "collection", "ranker_id": "ranker"}  # the side
 
 def incoming() -> dict[str, str]:
     """URL parameters that did not come from our own last rewrite (new link or first load)."""
-    current = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    current = {k: st.query_params.get(k) for k in st.query_params}
     return {} if current == st.session_state.get(_WRITTEN) else current
 
 
@@ -48,7 +48,7 @@ def sync_url(spec: dict[str, tuple[str, type, object]] | None = None) -> dict[st
     for key, (name, _cast, _default) in (spec or {}).items():
         if key in st.session_state and st.session_state[key] not in (None, "", []):
             params[name] = _url_value(st.session_state[key])
-    if {k: st.query_params.get(k) for k in st.query_params.keys()} != params:
+    if {k: st.query_params.get(k) for k in st.query_params} != params:
         st.query_params.from_dict(params)
     st.session_state[_WRITTEN] = params
     return params

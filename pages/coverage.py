@@ -2,20 +2,19 @@
 import pandas as pd
 import streamlit as st
 
-from eqi_core.errors import DataError
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
 from eqi_core.coverage.drilldown import query_judgments, query_metrics, side_by_side, solved_only_table
-from eqi_core.store import content_digest
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
 from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, run_files_beside
-from eqi_core.rankers import release_date_for
 from eqi_core.coverage.tasc import MODES
+from eqi_core.errors import DataError
 from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
+from eqi_core.rankers import RANKERS, release_date_for
 from eqi_core.reports import coverage_report
-from eqi_core.rankers import RANKERS
+from eqi_core.store import content_digest
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, live_run

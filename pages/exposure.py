@@ -7,13 +7,13 @@ from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
+from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._progress import with_progress
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop
 from pages._url import copy_link, page_header, sync_url
-from eqi_core.rankers import ranker_spec
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
 

@@ -3,18 +3,16 @@ parameters, rank-size, retrievability, query traits, training size and an expand
 import streamlit as st
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.audit import (min_document_frequency, query_traits, rank_size, summarise_retrievability,
-                                    trait_probabilities)
+from eqi_core.exposure.audit import min_document_frequency, query_traits, rank_size, summarise_retrievability, trait_probabilities
 from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_grid, table2_available, training_size_grid
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
-from pages._progress import with_progress
 from pages._exports import PLOT_CONFIG
+from pages._progress import with_progress
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop
 from pages._url import copy_link, page_header, sync_url
-
 
 sidebar()
 collection = current_collection()

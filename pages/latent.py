@@ -4,9 +4,9 @@ Retriever's Latent Space for Query Suggestion", EMNLP 2022)."""
 import pandas as pd
 import streamlit as st
 
-from eqi_core.errors import DataError
 from eqi_core.decoder.space import DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
+from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import RANKERS, ranker_spec
 from pages._exports import PLOT_CONFIG, figure_downloads

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.runs import read_trec_run
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers import build_ranker, run_all_queries
-from eqi_core.runs import Run
+from eqi_core.runs import Run, read_trec_run
 from eqi_core.store import ArtifactStore
+
 
 def run_files_beside(collection: Collection) -> list[Path]:
     """TREC run files in a ``runs/`` folder of a file-based collection (as trec-dl19-passage has)."""

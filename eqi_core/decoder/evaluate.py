@@ -11,11 +11,11 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from eqi_core.errors import DataError
 from eqi_core.decoder.base import words
 from eqi_core.decoder.space import DECODER_NAMES, LatentSpace
 from eqi_core.decoder.suggest import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu
 from eqi_core.decoder.traversal import interpolate
+from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 
 PAPER = {  # MS MARCO, GTR-base + T5 decoder (paper Tables 1 and 2)
@@ -169,7 +169,7 @@ def run_evaluation(space: LatentSpace, heldout_query_ids: list[str], n_queries: 
                         "the query ids; the collection has too few queries)")
     rng = np.random.default_rng(seed)
     pool = sorted(heldout_query_ids)
-    sample = lambda n: [pool[i] for i in rng.permutation(len(pool))[: min(n, len(pool))]]  # noqa: E731
+    sample = lambda n: [pool[i] for i in rng.permutation(len(pool))[: min(n, len(pool))]]
     rt = round_trip(space, sample(n_queries), progress=bar("round trip (guided)"))
     with_gold = eval_queries(space, sample(len(pool)))
     docs = list(dict.fromkeys(g for _, _, g in with_gold))[:n_passages]

@@ -7,7 +7,6 @@ neighbourhood (held-out evaluation queries must not be looked up, only decoded).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.collection import Collection
-from eqi_core.errors import DataError
 from eqi_core.decoder.base import DecoderError, QueryDecoder, as_matrix
 from eqi_core.decoder.guided import GuidedDecoder, Neighbourhood
 from eqi_core.decoder.nearest import NearestQueryDecoder
 from eqi_core.decoder.neural import NeuralDecoder, load_decoder, read_card
+from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.store import ArtifactStore
 
@@ -196,8 +195,3 @@ def open_space(collection: Collection, store: ArtifactStore, encoder_id: str = "
     neural = load_decoder(decoder_path, encoder) if decoder_path else find_decoder(collection, encoder, store)
     q_emb = query_embeddings(encoder, collection, store, progress)
     return LatentSpace(collection, ranker, q_emb, neural, frozenset(map(str, exclude_query_ids)), guided_options)
-
-
-def card_summary(decoder: NeuralDecoder) -> str:
-    c = decoder.card
-    return json.dumps({k: c.get(k) for k in ("collection", "encoder", "data", "parameters", "metrics") if k in c})

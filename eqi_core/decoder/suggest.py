@@ -40,12 +40,12 @@ def rm3_terms(query: str, feedback: list[str], collection, n: int = 10, mu: floa
     counts, total = collection_model(collection)
     floor = 1.0 / (total + len(counts) + 1)
     q_words = words(query)
-    p_c = lambda w: counts.get(w, 0) / total if counts.get(w, 0) else floor  # noqa: E731
+    p_c = lambda w: counts.get(w, 0) / total if counts.get(w, 0) else floor
     weights: Counter = Counter()
     for text in feedback:
         tf = Counter(words(text))
         length = sum(tf.values())
-        p_wd = lambda w: (tf.get(w, 0) + mu * p_c(w)) / (length + mu)  # noqa: E731
+        p_wd = lambda w, tf=tf, length=length: (tf.get(w, 0) + mu * p_c(w)) / (length + mu)
         likelihood = math.exp(sum(math.log(p_wd(w)) for w in q_words))
         for w in tf:
             weights[w] += p_wd(w) * likelihood

@@ -17,10 +17,17 @@ import numpy as np
 import torch
 
 from eqi_core.collection import Collection
-from eqi_core.errors import DataError
 from eqi_core.decoder.base import words
-from eqi_core.decoder.neural import (DecoderConfig, NeuralDecoder, PrefixDecoder, Vocabulary, config_for,
-                                     encoder_vocabulary, save_decoder)
+from eqi_core.decoder.neural import (
+    DecoderConfig,
+    NeuralDecoder,
+    PrefixDecoder,
+    Vocabulary,
+    config_for,
+    encoder_vocabulary,
+    save_decoder,
+)
+from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn, or_tqdm
 from eqi_core.store import ArtifactStore, atomic_path
 

@@ -13,7 +13,7 @@ from scipy import stats
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
-from eqi_core.exposure.relq import (  # noqa: F401
+from eqi_core.exposure.relq import (
     TABLE2_SPECS,
     exposure_rank_matrices,
     relq_batch,

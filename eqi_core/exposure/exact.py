@@ -34,7 +34,7 @@ class ExposureMap:
 
     @classmethod
     def from_pairs(cls, query_ids, doc_ids, depth: int, q: np.ndarray, d: np.ndarray, rank0: np.ndarray,
-                   scores: np.ndarray | None = None) -> "ExposureMap":
+                   scores: np.ndarray | None = None) -> ExposureMap:
         """The map from (query index, passage index, 0-based rank[, score]) pairs in any order."""
         q, d, r = np.asarray(q, np.int32), np.asarray(d, np.int32), np.asarray(rank0, np.int16)
         order = np.lexsort((q, r, d))
@@ -44,7 +44,7 @@ class ExposureMap:
                    r[order], np.cumsum(offsets), None if scores is None else np.asarray(scores, np.float64)[order])
 
     @classmethod
-    def from_run(cls, run: Run, collection: Collection, depth: int) -> "ExposureMap":
+    def from_run(cls, run: Run, collection: Collection, depth: int) -> ExposureMap:
         """Invert a run over the collection's queries (ids it does not know are dropped)."""
         q, d, rank0, scores = run_pairs(run, collection, depth)
         return cls.from_pairs(collection.queries["query_id"], collection.passages["doc_id"], depth, q, d, rank0, scores)
@@ -53,10 +53,6 @@ class ExposureMap:
     @cached_property
     def doc_position(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}
-
-    @cached_property
-    def query_position(self) -> dict[str, int]:
-        return {q: i for i, q in enumerate(self.query_ids)}
 
     def doc_index(self, doc_id: str) -> int:
         try:
@@ -86,7 +82,7 @@ class ExposureMap:
         lookup = self.rank_lookup(doc)
         return np.array([lookup.get(int(q), np.inf) for q in query_indices], dtype=float)
 
-    def restricted_to(self, query_mask: np.ndarray) -> "ExposureMap":
+    def restricted_to(self, query_mask: np.ndarray) -> ExposureMap:
         """The map as if the log held only the queries where ``query_mask`` is True (same indices)."""
         keep = query_mask[self.q_idx]
         return ExposureMap.from_pairs(self.query_ids, self.doc_ids, self.depth, self.q_idx[keep], self.d_idx[keep],

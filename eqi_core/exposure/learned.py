@@ -248,7 +248,7 @@ class LearnedEQI:
     name: str
 
     @classmethod
-    def from_model(cls, model: ExposureModel, query_emb: np.ndarray, name: str) -> "LearnedEQI":
+    def from_model(cls, model: ExposureModel, query_emb: np.ndarray, name: str) -> LearnedEQI:
         return cls(model, model.transform(query_emb, "query"), name)
 
     def retrieve(self, passage_emb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
 from eqi_core.exposure.relq import RelqSpec, relq
+from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
 from eqi_core.rankers import ranker_spec
 
 

@@ -17,8 +17,9 @@ the whole list; searcher gain 1 / log2(rho + 2)).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class UserModel:
         return f"RBP({self.gamma:g})" if self.kind == "RBP" else self.kind
 
 
-def RBP(gamma: float) -> UserModel:  # noqa: N802 - reads like the paper
+def RBP(gamma: float) -> UserModel:
     return UserModel("RBP", gamma)
 
 
@@ -91,7 +92,7 @@ class RelqSpec:
         return f"{self}@{self.cutoff}"
 
     @classmethod
-    def parse(cls, text: str, cutoff: int = 100) -> "RelqSpec":
+    def parse(cls, text: str, cutoff: int = 100) -> RelqSpec:
         """``RELQ_RBP,RBP(0.5,0.9)@100``, ``RELQ_EXH,NDCG@50``, ``RELQ_RBP,NDCG(0.8)``: the inverse of
         ``key`` (and of ``str``, with ``cutoff`` when the text has none)."""
         import re
@@ -167,7 +168,7 @@ def relq_batch(retrieved: np.ndarray, ideal: np.ndarray, spec: RelqSpec) -> np.n
 
 
 # -- scoring retrieved lists against the exact exposure map ----------------------------------------------
-def exposure_rank_matrices(exposure: "ExposureMap", docs: np.ndarray, retrieved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def exposure_rank_matrices(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(retrieved ranks, ideal ranks): rho(d, sigma_q) for each listed query (inf = not exposing or
     empty slot) and each passage's exposing ranks sorted ascending (inf-padded), as ``relq_batch`` wants."""
     width = retrieved.shape[1] if retrieved.ndim == 2 else 0
@@ -185,7 +186,7 @@ def exposure_rank_matrices(exposure: "ExposureMap", docs: np.ndarray, retrieved:
     return got, ideal
 
 
-def relq_per_passage(exposure: "ExposureMap", docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
+def relq_per_passage(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, spec: RelqSpec) -> np.ndarray:
     """RELQ of each passage's retrieved list (rows of query indices, -1 = empty slot)."""
     got, ideal = exposure_rank_matrices(exposure, docs, retrieved)
     return relq_batch(got, ideal, spec)

@@ -54,7 +54,7 @@ class BM25Reverse:
     name: str = "BM25-reverse"
 
     @classmethod
-    def build(cls, query_texts: list[str], k1: float = 0.9, b: float = 0.4, name: str = "BM25-reverse") -> "BM25Reverse":
+    def build(cls, query_texts: list[str], k1: float = 0.9, b: float = 0.4, name: str = "BM25-reverse") -> BM25Reverse:
         tok = make_tokenizer()
         ids = tok.tokenize(query_texts, return_as="ids", show_progress=False)
         retriever = bm25s.BM25(k1=k1, b=b)

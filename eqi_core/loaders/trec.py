@@ -9,6 +9,7 @@ from eqi_core.collection import QRELS_COLUMNS
 from eqi_core.errors import DataError
 from eqi_core.loaders.text_files import read_columns, read_text
 
+
 def read_qrels(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     """Qrels in TREC (``qid iter docid rel``) or TSV (``qid docid rel``, optional header) form.
 
@@ -17,10 +18,10 @@ def read_qrels(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     """
     path = Path(path)
     text = read_text(path, data)
-    first = next((l for l in text.split("\n") if l.strip()), "")
+    first = next((line_ for line_ in text.split("\n") if line_.strip()), "")
     header = first.lower().startswith(("query-id", "query_id", "qid"))
     lines = text.split("\n")
-    first_data = next(((i, l) for i, l in enumerate(lines[1 if header else 0:], start=2 if header else 1) if l.strip()), None)
+    first_data = next(((i, line_) for i, line_ in enumerate(lines[1 if header else 0:], start=2 if header else 1) if line_.strip()), None)
     if first_data is None:
         raise DataError(f"{path}: the file has no judgments; expected 'qid iter docid rel' lines")
     lineno, line = first_data

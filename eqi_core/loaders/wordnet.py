@@ -138,7 +138,7 @@ def load_wordnet(n_synsets: int | None = DEFAULT_SYNSETS, wordnet_dir: Path | No
     else:
         name = "WordNet 3.0 (full)"
     lemmas = sorted(senses["lemma"].unique())
-    queries = pd.DataFrame({"query_id": lemmas, "text": [l.replace("_", " ") for l in lemmas]})
+    queries = pd.DataFrame({"query_id": lemmas, "text": [line_.replace("_", " ") for line_ in lemmas]})
     return Collection(
         name=name,
         passages=glosses.assign(title=""),

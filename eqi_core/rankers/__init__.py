@@ -12,9 +12,20 @@ from pathlib import Path
 from eqi_core.collection import Collection
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers.base import Queries, Ranker, as_query_items
-from eqi_core.rankers.registry import (DEFAULT_RANKER, RANKERS, REGISTRY, RankerSpec, build_ranker, colour_for,
-                                       embedding_dimension, index_artifact, known, load_encoder, ranker_spec,
-                                       release_date_for)
+from eqi_core.rankers.registry import (
+    DEFAULT_RANKER,
+    RANKERS,
+    REGISTRY,
+    RankerSpec,
+    build_ranker,
+    colour_for,
+    embedding_dimension,
+    index_artifact,
+    known,
+    load_encoder,
+    ranker_spec,
+    release_date_for,
+)
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 

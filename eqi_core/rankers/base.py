@@ -1,7 +1,8 @@
 """The Ranker protocol: every ranker searches a collection and returns a Run."""
 from __future__ import annotations
 
-from typing import Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from eqi_core.runs import Run
 
@@ -13,7 +14,7 @@ def as_query_items(queries: Queries) -> tuple[list[str], list[str]]:
     if isinstance(queries, str):
         queries = [queries]
     if isinstance(queries, Mapping):
-        return [str(q) for q in queries.keys()], [str(t) for t in queries.values()]
+        return [str(q) for q in queries], [str(t) for t in queries.values()]
     return [f"q{i + 1}" for i in range(len(queries))], [str(t) for t in queries]
 
 

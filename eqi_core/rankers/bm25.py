@@ -39,7 +39,7 @@ class BM25Ranker:
 
     @classmethod
     def build(cls, collection: Collection, store: ArtifactStore, k1: float = 0.9, b: float = 0.4,
-              progress=None) -> "BM25Ranker":
+              progress=None) -> BM25Ranker:
         kind, params = cls.artifact(collection, k1, b)
 
         def build(tmp: Path) -> dict:

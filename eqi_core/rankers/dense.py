@@ -94,7 +94,7 @@ class DenseRanker:
 
     @classmethod
     def build(cls, collection: Collection, store: ArtifactStore, encoder: Encoder, name: str,
-              release_date: str, progress: ProgressFn | None = None) -> "DenseRanker":
+              release_date: str, progress: ProgressFn | None = None) -> DenseRanker:
         _, params = passage_embeddings_artifact(collection, encoder.id)
         emb = encode_texts(encoder, collection.passage_texts(), store,
                            {k: v for k, v in params.items() if k != "encoder"}, progress)

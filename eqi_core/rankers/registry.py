@@ -9,10 +9,11 @@ for any local sentence-transformers model folder.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from eqi_core.errors import DataError
 
@@ -37,7 +38,7 @@ class RankerSpec:
     dimension: int | None = None  # embedding size of a dense ranker
     aliases: tuple[str, ...] = ()
     map_source: str = "run"  # how the exact exposure map is sharded: dense (embeddings), bm25 (index), run (its run)
-    build: Callable[..., "Ranker"] | None = field(default=None, compare=False, repr=False)
+    build: Callable[..., Ranker] | None = field(default=None, compare=False, repr=False)
     index: Callable[..., tuple[str, dict]] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -183,14 +184,14 @@ def load_encoder(encoder_id: str):
     raise DataError(f"encoder {encoder_id!r}: unknown; expected one of {', '.join(ENCODERS)} or st:<model folder>")
 
 
-def build_ranker(ranker_id: str, collection: "Collection", store: "ArtifactStore",
-                 progress: "ProgressFn | None" = None) -> "Ranker":
+def build_ranker(ranker_id: str, collection: Collection, store: ArtifactStore,
+                 progress: ProgressFn | None = None) -> Ranker:
     """Index ``collection`` for this ranker (or load the index from the store) and return it."""
     spec = ranker_spec(ranker_id)
     return spec.build(spec, collection, store, progress)
 
 
-def index_artifact(ranker_id: str, collection: "Collection") -> tuple[str, dict]:
+def index_artifact(ranker_id: str, collection: Collection) -> tuple[str, dict]:
     """(kind, params) of the stored index a ranker needs for this collection."""
     spec = ranker_spec(ranker_id)
     return spec.index(spec, collection)

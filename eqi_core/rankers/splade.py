@@ -35,7 +35,7 @@ class SpladeRanker:
 
     @classmethod
     def build(cls, collection: Collection, store: ArtifactStore, encoder: SpladeEncoder,
-              progress: ProgressFn | None = None) -> "SpladeRanker":
+              progress: ProgressFn | None = None) -> SpladeRanker:
         def build(tmp: Path) -> dict:
             m = encoder.encode_sparse(collection.passage_texts(), progress=progress)
             sp.save_npz(tmp / "passages.npz", m, compressed=False)

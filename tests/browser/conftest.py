@@ -47,7 +47,7 @@ def start_dashboard(home: Path):
     shared = ROOT.parent / "shared" / "data"
     if shared.is_dir():  # the real collections appear in the sidebar, as for a user with EQI_DATA_ROOTS set
         env["EQI_DATA_ROOTS"] = str(shared)
-    log = open(home / "streamlit.log", "w")
+    log = open(home / "streamlit.log", "w")  # noqa: SIM115 - the server outlives this function
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],

@@ -5,8 +5,8 @@ import zipfile
 
 import pytest
 
-from eqi_core.errors import DataError
 from eqi_core.coverage.sources import load_uploaded_runs
+from eqi_core.errors import DataError
 from eqi_core.loaders import load_collection
 from eqi_core.loaders.trec import read_qrels
 from eqi_core.runs import read_trec_run

@@ -113,7 +113,7 @@ def _worker_baseline_bytes() -> int:
     def rss_after_imports() -> int:
         import psutil
 
-        import eqi_core.exposure.distributed  # noqa: F401
+        import eqi_core.exposure.distributed
         import eqi_core.rankers.dense  # noqa: F401  (torch)
 
         return psutil.Process().memory_info().rss

@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from eqi_core.coverage.tasc import tasc
 from eqi_core.exposure.relq import EXH, NDCG, RBP, RelqSpec, relq
-from eqi_core.runs import read_trec_run
-from eqi_core.runs import Run
+from eqi_core.runs import Run, read_trec_run
 
 ranks = st.integers(min_value=0, max_value=99).map(float)
 models = st.one_of(st.floats(0.05, 1.0).map(RBP), st.just(NDCG), st.just(EXH))

@@ -24,7 +24,7 @@ def test_traverse_and_decode():
     assert "target_rank" in result.output and ("what should have been asked" in result.output or "best rank" in result.output)
     result = runner.invoke(app, ["decode", "the sloping land beside a river", "-c", TINY, "-n", "2", "--method", "neural"])
     assert result.exit_code == 0, result.output
-    lines = [l.split("\t") for l in result.output.splitlines() if "\t" in l][1:]  # after the header
+    lines = [line_.split("\t") for line_ in result.output.splitlines() if "\t" in line_][1:]  # after the header
     assert 1 <= len(lines) <= 2 and all(-1 <= float(c) <= 1 and 1 <= int(r) <= 13 for c, r, _ in lines)
 
 

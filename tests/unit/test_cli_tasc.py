@@ -20,7 +20,7 @@ def test_tasc_cli_by_hand(files):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     # RR old = [1, .5, 0], new = [.5, 0, 1] -> TaSC max(new | old) = (0*.5 + .5*0 + 1*1) / 3
-    new_row = [l for l in result.output.splitlines() if l.strip().startswith("new")][0]
+    new_row = [line_ for line_ in result.output.splitlines() if line_.strip().startswith("new")][0]
     assert "0.3333" in new_row
 
 

@@ -3,10 +3,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eqi_core.errors import DataError
 from eqi_core.coverage import compute_matrix, parse_measure
 from eqi_core.coverage.drilldown import side_by_side
 from eqi_core.coverage.significance import pairwise_tests
+from eqi_core.errors import DataError
 from eqi_core.runs import Run
 
 QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q3", "q4"], "doc_id": ["a", "b", "c", "d", "e"],

@@ -5,11 +5,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from eqi_core.errors import DataError
 from eqi_core.rankers import build_ranker, ranker_spec, run_all_queries
 from eqi_core.rankers.bm25 import make_tokenizer
 from eqi_core.rankers.dense import exact_topk
 from eqi_core.rankers.splade import rowwise_topk
-from eqi_core.errors import DataError
 
 
 def bm25_reference(docs, query, k1=0.9, b=0.4):
@@ -99,7 +99,8 @@ def test_onnx_pooling_matches_models_own_pooled_output():
     enc = load_encoder("minilm-l3-onnx")
     texts = ["a bank of the river", "short", "a financial institution that accepts deposits"]
     e = enc.tokenizer.encode_batch(texts)
-    ids = np.array([x.ids for x in e]); mask = np.array([x.attention_mask for x in e])
+    ids = np.array([x.ids for x in e])
+    mask = np.array([x.attention_mask for x in e])
     pooled = enc.session.run(["461"], {"input_ids": ids, "attention_mask": mask})[0]
     pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
     np.testing.assert_allclose(enc.encode(texts, batch_size=2), pooled, atol=1e-5)
@@ -134,8 +135,9 @@ def test_unknown_ranker():
 
 
 def test_local_sentence_transformers_folder(tiny, store, tmp_path):
-    from eqi_core.encoders import minilm_l6_dir
     import shutil
+
+    from eqi_core.encoders import minilm_l6_dir
 
     folder = tmp_path / "my-model"
     shutil.copytree(minilm_l6_dir(), folder)

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from eqi_core.exposure.setup import prepare_exposure
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_rbp
+from eqi_core.exposure.setup import prepare_exposure
 from eqi_core.figures.exposure import exposure_bars
 from eqi_core.reports import coverage_report, exposure_report
 from tests.conftest import ROOT, TINY_BEIR

