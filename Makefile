@@ -37,6 +37,7 @@ run: setup
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: setup browser-deps
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: setup

@@ -26,7 +26,14 @@ def test_exposure_page_by_id_and_pasted(at):
     at.selectbox(key="exp_doc").set_value("d6").run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert int(metrics["Exposing queries (exact)"]) >= 1
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    truth = prepare_exposure(tiny, "minilm-l3-onnx", ArtifactStore()).exposure.exposing_frame("d6")
+    assert int(metrics["Exposing queries (exact)"]) == len(truth) > 0  # the map's count at n_q->d = 100
+    assert int(metrics["Best rank reached"]) == truth["rank"].min()
     assert any("Train the Residual" in b.label for b in at.button)
     at.radio(key="exp_source").set_value("Paste a new passage").run()
     at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()

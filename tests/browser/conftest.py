@@ -32,8 +32,38 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def dashboard(session_store_home):
-    """A dashboard on the session's artifact store for all browser tests."""
+def warm_store(session_store_home):
+    """Build, once and in this process, every artifact the browser tests' pages need (WordNet default:
+    the MiniLM-L6 exposure map and space, the runs of the curated coverage example, the latent space),
+    with progress lines on the terminal, so that browser waits measure the browser, not indexing on
+    a busy machine. A warm store (EQI_TEST_HOME) makes this a few seconds of reading."""
+    from eqi_core.coverage.sources import live_runs
+    from eqi_core.decoder.space import open_space
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.progress import line_progress
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    store = ArtifactStore(session_store_home)
+    wordnet = load_collection("wordnet", store)
+    steps = {
+        "browser tests: BM25 index": lambda p: build_ranker("bm25", wordnet, store, p),
+        "browser tests: MiniLM-L6 exposure map and space": lambda p: prepare_exposure(wordnet, "minilm-l6", store, progress=p),
+        "browser tests: runs of the curated coverage example": lambda p: live_runs(
+            wordnet, ["bm25", "minilm-l3-onnx", "minilm-l6"], store, progress=p),
+        "browser tests: latent space": lambda p: open_space(wordnet, store, "minilm-l6", progress=p),
+    }
+    for label, work in steps.items():
+        started = time.time()
+        work(line_progress(label, "item", stream=sys.__stderr__))
+        print(f"[eqi] {label}: ready in {time.time() - started:.0f} s", file=sys.__stderr__, flush=True)
+    return store
+
+
+@pytest.fixture(scope="session")
+def dashboard(session_store_home, warm_store):
+    """A dashboard on the session's (warm) artifact store for all browser tests."""
     with start_dashboard(session_store_home) as url:
         yield url
 

@@ -15,8 +15,7 @@ def open_home(page, dashboard):
 def test_example_who_exposes_river_bank(dashboard, page):
     open_home(page, dashboard)
     page.get_by_text("Who sees the river-bank sense", exact=False).first.click()
-    # a fresh store encodes 20k passages and runs 13k queries first (~2 min on 2 idle cores)
-    page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=900_000)
+    page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=180_000)  # store warmed by the fixture
     page.get_by_text("sloping land (especially the slope beside a body of water)", exact=False).first.wait_for(timeout=120_000)
     assert "passage=09213565-n" in page.url and "ranker=minilm-l6" in page.url
     page.wait_for_timeout(1500)
@@ -27,7 +26,7 @@ def test_example_ranker_coverage_by_deep_link(dashboard, page):
     page.goto(f"{dashboard}/coverage?collection=wordnet&live=bm25,minilm-l3-onnx&mode=all-others&measure=RR@10",
               wait_until="domcontentloaded")
     heading = page.get_by_role("heading", name="TaSC (all-others)", exact=False).first
-    heading.wait_for(timeout=900_000)
+    heading.wait_for(timeout=180_000)
     assert "mean RR@10" in heading.inner_text()
     page.get_by_role("tab", name="Pairwise").click()
     page.wait_for_timeout(1500)
@@ -37,7 +36,7 @@ def test_example_ranker_coverage_by_deep_link(dashboard, page):
 def test_example_exposure_evaluation(dashboard, page):
     open_home(page, dashboard)
     page.get_by_text("Do learned heads beat reverse retrieval", exact=False).first.click()
-    page.get_by_role("heading", name="Exposure evaluation").first.wait_for(timeout=900_000)
+    page.get_by_role("heading", name="Exposure evaluation").first.wait_for(timeout=180_000)
     # either the cached Table 2 (a warm store) or the button that computes it
     page.locator("text=/Table 2: mean RELQ|Run the evaluation/").first.wait_for(timeout=120_000)
     assert "ntest=1000" in page.url
@@ -50,9 +49,8 @@ def test_example_exposure_evaluation(dashboard, page):
 def test_example_traversal_fixes_a_failing_query(dashboard, page):
     open_home(page, dashboard)
     page.get_by_text("What should", exact=False).first.click()
-    page.get_by_role("heading", name="Latent traversal").first.wait_for(timeout=900_000)
-    # MiniLM-L6 embeddings of the passages and queries are built on a fresh store (~2 min), then 11 decodes
-    page.get_by_text("What should have been asked", exact=False).first.wait_for(timeout=900_000)
+    page.get_by_role("heading", name="Latent traversal").first.wait_for(timeout=180_000)
+    page.get_by_text("What should have been asked", exact=False).first.wait_for(timeout=300_000)  # 11 decodes
     assert "query=" in page.url and "k=10" in page.url
     page.locator("svg.main-svg").first.wait_for(timeout=180_000)  # the UMAP map
     page.get_by_text("decoded steps", exact=False).first.wait_for(timeout=180_000)  # its legend

@@ -29,7 +29,7 @@ def test_the_checkpoint_card_says_what_made_it():
     card = json.loads((folders[0] / "card.json").read_text())
     assert card["encoder"] == "minilm-l6" and card["collection"].lower().startswith("wordnet")
     assert card["data"]["heldout_queries"] > 1000 and card["parameters"] > 1_000_000
-    assert card["metrics"]["summary"]["neural+guided"]["cosine"] >= 0.90  # written by eqi eval-decoder --write-card
+    assert card["metrics"]["samples"]["queries"] >= 100  # written by eqi eval-decoder --write-card
 
 
 def test_round_trip_and_passage_to_query_on_held_out_queries(space):
@@ -42,6 +42,9 @@ def test_round_trip_and_passage_to_query_on_held_out_queries(space):
     means = rt.groupby("decoder")[["token_f1", "cosine"]].mean()
     assert means.loc["neural+guided", "cosine"] >= 0.90
     assert means.loc["neural+guided", "token_f1"] >= 0.60
+    card = json.loads((shipped_decoders()[0] / "card.json").read_text())["metrics"]["summary"]
+    for name in ("neural+guided", "nearest-query"):  # the card's numbers reproduce on this sample
+        assert abs(means.loc[name, "cosine"] - card[name]["cosine"]) <= 0.05, (name, means.loc[name, "cosine"])
     assert means.loc["neural+guided", "cosine"] > means.loc["nearest-query", "cosine"]
     docs = [g for _, _, g in eval_queries(sp, sample)][:30]
     p2q = passage_to_query(sp, docs, decoders=("neural", "neural+guided"))
