@@ -1,0 +1,35 @@
+"""The README's notebook example runs as written, using only the public API (on the fixture
+collection instead of WordNet, so that it is quick)."""
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY_BEIR
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_example() -> str:
+    text = README.read_text()
+    m = re.search(r"<!-- api-example[^>]*-->\s*```python\n(.*?)```", text, flags=re.S)
+    assert m, "the README's API example block is marked with <!-- api-example -->"
+    return m.group(1)
+
+
+def test_the_example_uses_only_the_public_api():
+    import eqi_core
+
+    code = readme_example()
+    assert "import eqi_core as eqi" in code and "from eqi_core" not in code
+    used = set(re.findall(r"\beqi\.([A-Za-z_]+)", code))
+    assert used <= set(eqi_core.__all__), used - set(eqi_core.__all__)
+
+
+@pytest.mark.slow
+def test_the_readme_example_runs(tmp_path, capsys):
+    code = readme_example().replace('eqi.load_collection("wordnet", store)', f'eqi.load_collection("beir:{TINY_BEIR}", store)')
+    code = code.replace("eqi.ArtifactStore()", f"eqi.ArtifactStore({str(tmp_path / 'store')!r})")
+    exec(compile(code, "README example", "exec"), {})
+    out = capsys.readouterr().out
+    assert "RELQ_RBP,RBP(0.5,0.9)" in out and "tasc_max" in out and "decoded query" in out
