@@ -15,7 +15,7 @@ from eqi_core.errors import DataError, FigureExportError, MissingDependency
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
-from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, run_all_queries
+from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, ranker_spec, run_all_queries
 from eqi_core.store import ArtifactStore, atomic_copy, atomic_write
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
@@ -176,16 +176,34 @@ def tasc(
         typer.echo(f"wrote matrix.csv, tasc.csv, tasc.tex and {len(figures)} figures (HTML + PNG) to {output_dir}")
 
 
-def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | None = None):
+def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | None = None, run_file: Path | None = None,
+                    space: str | None = None):
+    """The EQI setup; ``run_file`` (a system's result log) replaces the ranker as the map's source."""
+    from eqi_core.exposure.result_logs import result_log_id
     from eqi_core.exposure.setup import prepare_exposure
 
     store = _store()
     c = load_collection(collection, store)
     engine = _engine("local", scheduler, 2, None) if scheduler else None
-    return prepare_exposure(c, ranker, store, depth, progress=tqdm_progress("preparing exposure map", "item"), engine=engine)
+    ranker_id = result_log_id(run_file) if run_file else ranker
+    setup = prepare_exposure(c, ranker_id, store, depth, progress=tqdm_progress("preparing exposure map", "item"),
+                             engine=engine, space=space)
+    for note in setup.notes:
+        typer.echo(f"note: {note}", err=True)
+    return setup
+
+
+def _warn_degenerate(setup, n_qd: int, n_dq: int) -> None:
+    from eqi_core.exposure.setup import degenerate_settings
+
+    for warning in degenerate_settings(len(setup.collection.queries), len(setup.collection.passages), n_qd, n_dq):
+        typer.echo(f"warning: {warning}", err=True)
 
 
 DenseRankerOpt = typer.Option("minilm-l6", "--ranker", "-r", help=f"one of {', '.join(RANKERS)}")
+RunFileOpt = typer.Option(None, "--run", help="a system's result log over the collection's queries (TREC run, or "
+                          "TSV/CSV/Parquet qid, docid, rank[, score]): its rankings replace --ranker's")
+SpaceOpt = typer.Option(None, "--space", help="encoder of the dense EQI methods (default: the ranker's own, else minilm-l6)")
 
 
 @app.command()
@@ -200,6 +218,9 @@ def exposure(
     gamma_dq: float = typer.Option(0.9, "--gamma-dq", help="EQI-user patience for RELQ"),
     scheduler: str | None = typer.Option(None, "--scheduler", help="compute the exact map on this Dask scheduler "
                                             "(tcp://host:8786) instead of in this process"),
+    run_file: Path | None = RunFileOpt,
+    space: str | None = SpaceOpt,
+    heads: bool = typer.Option(True, "--heads/--no-heads", help="also the learned Residual head (trained once, ~1 min)"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -209,9 +230,10 @@ def exposure(
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
     spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
-    setup = _exposure_setup(collection, ranker, 100, scheduler)
+    setup = _exposure_setup(collection, ranker, 100, scheduler, run_file, space)
+    _warn_degenerate(setup, n_qd, n_dq)
     methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
-    for arch in ("residual",):
+    for arch in ("residual",) if heads else ():
         model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
         methods[model.name] = model
     pe = passage_exposure(setup, methods, [spec, relq_exh_ndcg(n_dq)], n_qd, n_dq, doc_id=passage, text=text)
@@ -246,15 +268,21 @@ def exposure_map_cmd(
                                                "passage shards are sized to fit"),
     query_shard: int = typer.Option(2048, "--query-shard", min=1, help="queries per task"),
     passage_shards: int | None = typer.Option(None, "--passage-shards", min=1, help="split the passages (dense only)"),
+    run_file: Path | None = RunFileOpt,
 ) -> None:
     """The exact exposure map by shards on Dask (or in-process): resumable, written as partitioned Parquet in the store."""
     from eqi_core.exposure.distributed import compute_exposure_map
 
+    from eqi_core.exposure.result_logs import result_log_id
+
     coll = load_collection(collection)
+    ranker = result_log_id(run_file) if run_file else ranker
     if engine == "auto":  # small maps are faster without Dask's start-up and hand-offs
         engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * max(embedding_dimension(ranker), 1) < 1e12 else "local"
     emap, info = compute_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
                                           query_shard, passage_shards, tqdm_progress("exposure shards", "task"))
+    for note in info.pop("notes", []):
+        typer.echo(f"note: {note}", err=True)
     counts = emap.counts()
     typer.echo(json.dumps({**info, "queries": len(emap.query_ids), "passages": len(emap.doc_ids), "pairs": int(len(emap.q_idx)),
                            "exposed_passages": int((counts > 0).sum())}, indent=1, default=str))
@@ -271,11 +299,13 @@ def train_exposure(
     n_test: int = typer.Option(1000, "--test-passages", min=1, help="held out (never trained on)"),
     lr: float = typer.Option(1e-4, "--lr"),
     seed: int = typer.Option(0, "--seed"),
+    run_file: Path | None = RunFileOpt,
+    space: str | None = SpaceOpt,
 ) -> None:
     """Train a Residual or Append EQI head (Algorithm 1 + RankNet) from cached embeddings; stored as safetensors."""
     from eqi_core.exposure.learned import TrainingConfig
 
-    setup = _exposure_setup(collection, ranker, 100)
+    setup = _exposure_setup(collection, ranker, 100, run_file=run_file, space=space)
     config = TrainingConfig(arch=arch, steps=steps, n_train_queries=train_queries, n_train_passages=train_passages,
                             lr=lr, seed=seed)
     _, info = setup.learned(config, setup.test_passages(n_test, seed), tqdm_progress(f"training {arch}", "step"))
@@ -287,20 +317,29 @@ def eval_exposure(
     collection: str = CollectionOpt,
     ranker: str = DenseRankerOpt,
     n_test: int = typer.Option(1000, "--test-passages", min=1),
-    n_dq: int = typer.Option(100, "--n-dq", min=1),
+    n_dq: int | None = typer.Option(None, "--n-dq", min=1, help="n_d->q (default: 100, at most a tenth of the log)"),
     steps: int = typer.Option(2000, "--steps", min=1),
     grid: bool = typer.Option(False, "--grid", help="also the training-size grid (paper Table 3)"),
     expanding: bool = typer.Option(False, "--expanding", help="also the expanding-log simulation (paper Figure 2)"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs here"),
+    run_file: Path | None = RunFileOpt,
+    space: str | None = SpaceOpt,
 ) -> None:
     """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
     from eqi_core.exposure.evaluate import cached_table2, expanding_log, training_size_grid
     from eqi_core.exposure.learned import TrainingConfig
+    from eqi_core.exposure.setup import default_n_dq
 
-    setup = _exposure_setup(collection, ranker, 100)
+    setup = _exposure_setup(collection, ranker, 100, run_file=run_file, space=space)
+    if n_dq is None:
+        n_dq = default_n_dq(len(setup.collection.queries))
+        if n_dq != 100:
+            typer.echo(f"note: n_d->q = {n_dq}: a tenth of the log's {len(setup.collection.queries):,} queries", err=True)
+    _warn_degenerate(setup, setup.depth, n_dq)
     config = TrainingConfig(n_dq=n_dq, steps=steps)
     res = cached_table2(setup, n_test, n_dq, config, tqdm_progress("training", "step"))
-    typer.echo(f"{setup.collection.name}, ranker {ranker}, {res['test_passages']} held-out passages, n_d->q = {n_dq}")
+    typer.echo(f"{setup.collection.name}, ranker {ranker_spec(setup.ranker_id).name}, {res['test_passages']} held-out "
+               f"passages, n_d->q = {n_dq}")
     typer.echo(res["table"].to_string(float_format=lambda v: f"{v:.3f}"))
     typer.echo(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']}")
     typer.echo(res["ttests"].to_string(index=False, float_format=lambda v: f"{v:.3g}"))

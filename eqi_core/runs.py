@@ -141,6 +141,75 @@ def read_trec_run(path: str | Path, name: str | None = None, data: bytes | None 
     return Run(run_name, df, {"source": str(path), "tag": ",".join(map(str, tags[:3]))})
 
 
+_COLUMN_NAMES = {"qid": "query_id", "query_id": "query_id", "query-id": "query_id", "query": "query_id",
+                 "docid": "doc_id", "doc_id": "doc_id", "doc-id": "doc_id", "pid": "doc_id", "passage_id": "doc_id",
+                 "rank": "rank", "score": "score"}
+TABLE_SUFFIXES = (".tsv", ".csv", ".parquet")
+
+
+def read_run(path: str | Path, name: str | None = None, data: bytes | None = None) -> Run:
+    """A system's result log: a TREC run file, or a table (TSV, CSV or Parquet) with columns
+    ``qid, docid, rank[, score]`` (a header naming them, or those columns in that order). Without
+    scores, a score of -rank keeps the order. Bad values and repeated documents name the row."""
+    path = Path(path)
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        return read_trec_run(path, name, data)
+    label = name or path.name.split(".")[0]
+    if path.suffix.lower() == ".parquet":
+        import io
+
+        try:
+            df = pd.read_parquet(io.BytesIO(data) if data is not None else path)
+        except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
+            raise DataError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        df.columns = [str(c).strip().lower() for c in df.columns]
+        first_row = 1
+    else:
+        import io
+
+        text = read_text(path, data)
+        if not text.strip():
+            raise DataError(f"{path}: the file is empty; expected qid, docid, rank[, score] rows")
+        sep = "," if path.suffix.lower() == ".csv" else "\t"
+        head = [h.strip().lower() for h in text.split("\n", 1)[0].split(sep)]
+        has_header = all(h in _COLUMN_NAMES for h in head)
+        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, header=0 if has_header else None, keep_default_na=False,
+                         skip_blank_lines=True)
+        if not has_header:
+            if df.shape[1] not in (3, 4):
+                raise DataError(f"{path}: line 1: found {df.shape[1]} columns; expected qid, docid, rank[, score] "
+                                "(or a header naming them)")
+            df.columns = ["qid", "docid", "rank", "score"][: df.shape[1]]
+        else:
+            df.columns = [c.strip().lower() for c in df.columns]
+        first_row = 2 if has_header else 1
+    df = df.rename(columns={c: _COLUMN_NAMES[c] for c in df.columns if c in _COLUMN_NAMES})
+    missing = [c for c in ("query_id", "doc_id", "rank") if c not in df.columns]
+    if missing:
+        raise DataError(f"{path}: no column {', '.join(missing)}; expected qid, docid, rank[, score]")
+    for col in ("rank", "score"):
+        if col not in df.columns:
+            continue
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | ((values % 1 != 0) if col == "rank" else False)
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise DataError(f"{path}: row {row + first_row}: {col} {df[col].iloc[row]!r} is not "
+                            f"{'an integer' if col == 'rank' else 'a number'}")
+        df[col] = values
+    if "score" not in df.columns:
+        df["score"] = -df["rank"].astype(float)
+    df["query_id"], df["doc_id"] = df["query_id"].astype(str), df["doc_id"].astype(str)
+    dup = df.duplicated(["query_id", "doc_id"])
+    if dup.any():
+        row = int(dup.to_numpy().argmax())
+        raise DataError(f"{path}: row {row + first_row}: document {df['doc_id'].iloc[row]!r} appears twice for query "
+                        f"{df['query_id'].iloc[row]!r}; expected each document once per query")
+    df = df.sort_values(["query_id", "rank"], kind="stable")
+    df["rank"] = df.groupby("query_id").cumcount() + 1
+    return Run(label, df[RUN_COLUMNS], {"source": str(path)})
+
+
 def _rank_by_score(df: pd.DataFrame) -> pd.DataFrame:
     df = df.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable")
     df = df.reset_index(drop=True)

@@ -34,6 +34,7 @@ from eqi_core.collection import Collection
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn, or_tqdm
+from eqi_core.rankers.base import canonical_topk
 from eqi_core.rankers.registry import ranker_spec
 from eqi_core.store import ArtifactStore, atomic_path
 
@@ -90,13 +91,6 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(tmp, index=False)
 
 
-def _canonical(scores: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise top-k by (score descending, passage index ascending); empty (-1) slots last."""
-    s = np.where(idx < 0, -np.inf, scores)
-    order = np.lexsort((np.where(idx < 0, np.iinfo(np.int64).max, idx), -s), axis=-1)[:, :k]
-    return np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)
-
-
 @lru_cache(maxsize=2)
 def _bm25(folder: str):
     from eqi_core.rankers.bm25 import load_index
@@ -137,7 +131,7 @@ def shard_task(task: dict) -> dict:
         pad = k - scores.shape[1]
         scores = np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf)
         idx = np.pad(idx, ((0, 0), (0, pad)), constant_values=-1)
-    scores, idx = _canonical(scores.astype(np.float64), idx.astype(np.int64), k)
+    scores, idx = canonical_topk(scores.astype(np.float64), idx.astype(np.int64), k)
     n = qe - qs
     frame = pd.DataFrame({"q": np.repeat(np.arange(qs, qe, dtype=np.int32), k), "d": idx.ravel().astype(np.int32),
                           "score": scores.ravel()})
@@ -237,8 +231,12 @@ def run_grid(pieces: list[dict], merges: list[tuple[list[str], str]], k: int, en
 def _inputs(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int,
             progress: ProgressFn | None) -> dict:
     """Paths of what workers read, built (once, in the store) on the client."""
+    from eqi_core.exposure.result_logs import is_result_log, load_result_log, result_log_digest
     from eqi_core.rankers import build_ranker, ranker_spec, run_all_queries
 
+    if is_result_log(ranker_id):  # a system's result log: its ranks as they are
+        run, notes = load_result_log(ranker_id, collection, depth)
+        return {**run_inputs(run, collection, store, depth, {"result_log": result_log_digest(ranker_id)}), "notes": notes}
     spec = ranker_spec(ranker_id)
     ranker = build_ranker(ranker_id, collection, store, progress)
     if spec.map_source == "dense":
@@ -280,8 +278,13 @@ def run_inputs(run, collection: Collection, store: ArtifactStore, depth: int, so
 
 
 def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPlan) -> dict:
-    return {"collection": collection.fingerprint, "ranker": ranker_id, "depth": depth,
-            "query_shard": plan.query_shard, "passage_shards": plan.passage_shards, "version": MAP_VERSION}
+    from eqi_core.exposure.result_logs import is_result_log, result_log_digest
+
+    params = {"collection": collection.fingerprint, "ranker": ranker_id, "depth": depth,
+              "query_shard": plan.query_shard, "passage_shards": plan.passage_shards, "version": MAP_VERSION}
+    if is_result_log(ranker_id):  # the file's content, not only its path
+        params["source"] = result_log_digest(ranker_id)
+    return params
 
 
 def compute_exposure_map(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
@@ -303,7 +306,7 @@ def compute_exposure_map(collection: Collection, ranker_id: str, store: Artifact
                        passage_shards if inputs["kind"] == "dense" else 1,
                        engine.worker_memory() if inputs["kind"] == "dense" else None)
     params = map_params(collection, ranker_id, depth, plan)
-    info: dict = {"engine": engine.name, "plan": asdict(plan)}
+    info: dict = {"engine": engine.name, "plan": asdict(plan), "notes": inputs.pop("notes", [])}
 
     def build(tmp: Path) -> dict:
         work = store.work_dir("exposure-map", params)

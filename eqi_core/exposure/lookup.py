@@ -86,8 +86,8 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
             exact = exact_for_new_text(setup, emb, n_qd)
         else:
             exact = None
-            notes.append("exact exposure of pasted text is computed for dense rankers only; "
-                         "for BM25 the approximate methods are shown without ground truth")
+            notes.append(f"exact exposure of pasted text is computed for dense rankers only; for "
+                         f"{ranker_spec(setup.ranker_id).name} the approximate methods are shown without ground truth")
     lists = {}
     for name, method in methods.items():
         if hasattr(method, "retrieve_texts"):

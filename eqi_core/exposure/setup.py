@@ -26,8 +26,13 @@ from eqi_core.store import ArtifactStore
 DEFAULT_SPACE = "minilm-l6"  # the dense space of EQI methods when the ranker itself has none
 
 
-def space_for(ranker_id: str) -> str:
-    """The encoder whose space the dense EQI methods use: the ranker's own, else the default."""
+def space_for(ranker_id: str, space: str | None = None) -> str:
+    """The encoder whose space the dense EQI methods use: the one asked for, else the ranker's own,
+    else the default (result logs and lexical rankers have no space of their own)."""
+    if space:
+        if ranker_spec(space).family != "dense":
+            raise DataError(f"space {space!r}: expected a dense encoder, e.g. minilm-l6")
+        return space
     return ranker_id if ranker_spec(ranker_id).family == "dense" else DEFAULT_SPACE
 
 
@@ -39,15 +44,39 @@ def dense_space_ready(encoder_id: str, collection: Collection, store: ArtifactSt
             and store.load(*query_embeddings_artifact(encoder_id, collection), verify=False) is not None)
 
 
-def exposure_ready(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100) -> bool:
+def exposure_ready(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
+                   space: str | None = None) -> bool:
     """Whether ``prepare_exposure`` would only read the store (map and dense space built)."""
     from eqi_core.exposure.distributed import map_artifact
 
     return (store.load(*map_artifact(collection, ranker_id, depth), verify=False) is not None
-            and dense_space_ready(space_for(ranker_id), collection, store))
+            and dense_space_ready(space_for(ranker_id, space), collection, store))
 
 
 MAX_PASSAGE_CHARS = 100_000
+DEFAULT_N_DQ = 100
+
+
+def default_n_dq(n_queries: int) -> int:
+    """n_d->q adapted to the log: the paper's 100, at most a tenth of the log (at least 1)."""
+    return max(1, min(DEFAULT_N_DQ, n_queries // 10))
+
+
+def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int) -> list[str]:
+    """Warnings for settings where RELQ says nothing: lists as long as the log, or result lists as
+    deep as the collection (then every passage is exposed by every query)."""
+    out = []
+    if n_dq >= n_queries / 2:
+        out.append(f"n_d->q = {n_dq} lists {min(1.0, n_dq / max(n_queries, 1)):.0%} of the log's {n_queries:,} queries: "
+                   "a method listing that many finds nearly every exposing query, so RELQ with a patient EQI user "
+                   f"(e.g. RELQ_RBP,RBP(1,1)) is trivially near 1; use n_d->q <= {default_n_dq(n_queries)} (a tenth of the log)")
+    elif n_dq > n_queries // 10:
+        out.append(f"n_d->q = {n_dq} is more than a tenth of the log's {n_queries:,} queries: differences between "
+                   "methods shrink as the lists cover the log")
+    if n_qd >= n_passages:
+        out.append(f"n_q->d = {n_qd} is at least the collection's {n_passages:,} passages: every query exposes every "
+                   "passage, so exposure says nothing")
+    return out
 
 
 @dataclass
@@ -64,10 +93,14 @@ class ExposureSetup:
     query_emb: np.ndarray
     store: ArtifactStore
     texts: list[str] = field(default_factory=list)  # passage texts as rankers see them
+    notes: list[str] = field(default_factory=list)  # about the map's source (e.g. a result log's unknown ids)
+    source: str = ""  # content digest of a result log (a changed file is another ranker)
     _methods: dict = field(default_factory=dict)  # built methods and look-up tables, per setup
 
     def params(self) -> dict:
-        return {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth, "space": self.space}
+        params = {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth,
+                  "space": self.space}
+        return {**params, "source": self.source} if self.source else params
 
     # -- splits ------------------------------------------------------------------------------
     def test_passages(self, n: int = 1000, seed: int = 0) -> np.ndarray:
@@ -142,13 +175,16 @@ def digest(arr: np.ndarray) -> str:
 
 
 def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
-                     progress: ProgressFn | None = None, engine=None) -> ExposureSetup:
+                     progress: ProgressFn | None = None, engine=None, space: str | None = None) -> ExposureSetup:
     """Build (or load) the exact exposure map and the dense space for EQI. The map comes from the
-    one builder, ``compute_exposure_map``: in-process by default, on Dask with an ``engine``."""
-    from eqi_core.exposure.distributed import compute_exposure_map
+    one builder, ``compute_exposure_map``: in-process by default, on Dask with an ``engine``.
+    ``ranker_id`` may be ``run:<file>``, a system's result log; ``space`` picks the encoder of
+    the dense methods (default: the ranker's own, else MiniLM-L6)."""
+    from eqi_core.exposure.distributed import compute_exposure_map, map_params, plan_shards
 
-    exposure, _ = compute_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
-    dense = build_ranker(space_for(ranker_id), collection, store, progress)
+    exposure, info = compute_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
+    dense = build_ranker(space_for(ranker_id, space), collection, store, progress)
     q_emb = query_embeddings(dense.encoder, collection, store, progress)
+    source = map_params(collection, ranker_id, depth, plan_shards(1, 1, 1)).get("source", "")
     return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
-                         dense.doc_embeddings, q_emb, store, collection.passage_texts())
+                         dense.doc_embeddings, q_emb, store, collection.passage_texts(), info.get("notes", []), source)

@@ -9,7 +9,7 @@ import numpy as np
 import Stemmer
 
 from eqi_core.collection import Collection
-from eqi_core.rankers.base import Queries, as_query_items
+from eqi_core.rankers.base import Queries, as_query_items, canonical_topk
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 
@@ -83,14 +83,15 @@ def bm25_topk(retriever: bm25s.BM25, tokenizer, texts: list[str], k: int, progre
     tokens = tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False)
     indices = np.full((len(texts), k), -1, dtype=np.int64)
     scores = np.zeros((len(texts), k), dtype=np.float32)
+    depth = min(k, int(retriever.scores["num_docs"]))  # bm25s refuses k above the collection size
     nonempty = [i for i, t in enumerate(tokens) if len(t)]
     step = 2048
     for start in range(0, len(nonempty), step):
         rows = nonempty[start:start + step]
-        docs, sc = retriever.retrieve([tokens[i] for i in rows], k=k, show_progress=False, n_threads=1)
-        indices[rows], scores[rows] = docs, sc
+        docs, sc = retriever.retrieve([tokens[i] for i in rows], k=depth, show_progress=False, n_threads=1)
+        indices[rows, :depth], scores[rows, :depth] = docs, sc
         if progress:
             progress(min(start + step, len(nonempty)), len(nonempty))
     indices[scores <= 0] = -1  # a passage sharing no term with the query is not retrieved
     scores[indices < 0] = 0.0
-    return scores, indices
+    return canonical_topk(scores, indices, k)

@@ -117,7 +117,12 @@ def ranker_spec(ranker_id: str) -> RankerSpec:
         return RankerSpec(ranker_id, f"{folder.name} (dense)", "dense", "", colour_for(ranker_id),
                           f"local sentence-transformers folder {folder}", encoder=f"st:{folder}",
                           map_source="dense", build=_dense, index=_dense_index)
-    raise DataError(f"ranker {ranker_id!r}: unknown; expected one of {', '.join(RANKERS)} or st:<model folder>")
+    if ranker_id.startswith("run:"):  # a system's result log (eqi_core.exposure.result_logs)
+        path = Path(ranker_id[4:])
+        return RankerSpec(ranker_id, f"{path.name.split('.')[0]} (result log)", "run", "", colour_for(path.name),
+                          f"results read from {path}", map_source="run")
+    raise DataError(f"ranker {ranker_id!r}: unknown; expected one of {', '.join(RANKERS)}, st:<model folder> "
+                    "or run:<result log file>")
 
 
 def known(name: str) -> RankerSpec | None:
@@ -188,6 +193,8 @@ def build_ranker(ranker_id: str, collection: Collection, store: ArtifactStore,
                  progress: ProgressFn | None = None) -> Ranker:
     """Index ``collection`` for this ranker (or load the index from the store) and return it."""
     spec = ranker_spec(ranker_id)
+    if spec.build is None:
+        raise DataError(f"{spec.name}: rankings come from a result log; it cannot rank new queries")
     return spec.build(spec, collection, store, progress)
 
 

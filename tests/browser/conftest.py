@@ -32,7 +32,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def warm_store(session_store_home):
+def warm_store(session_store_home, request):
     """Build, once and in this process, every artifact the browser tests' pages need (WordNet default:
     the MiniLM-L6 exposure map and space, the runs of the curated coverage example, the latent space),
     with progress lines on the terminal, so that browser waits measure the browser, not indexing on
@@ -45,6 +45,12 @@ def warm_store(session_store_home):
     from eqi_core.rankers import build_ranker
     from eqi_core.store import ArtifactStore
 
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+
+    def say(done: int, total: int, report) -> None:  # on the terminal even under pytest's capture
+        with capture.global_and_fixture_disabled():
+            report(done, total)
+
     store = ArtifactStore(session_store_home)
     wordnet = load_collection("wordnet", store)
     steps = {
@@ -56,8 +62,10 @@ def warm_store(session_store_home):
     }
     for label, work in steps.items():
         started = time.time()
-        work(line_progress(label, "item", stream=sys.__stderr__))
-        print(f"[eqi] {label}: ready in {time.time() - started:.0f} s", file=sys.__stderr__, flush=True)
+        report = line_progress(label, "item", stream=sys.stderr)
+        work(lambda done, total, r=report: say(done, total, r))
+        with capture.global_and_fixture_disabled():
+            print(f"\n[eqi] {label}: ready in {time.time() - started:.0f} s", file=sys.stderr, flush=True)
     return store
 
 

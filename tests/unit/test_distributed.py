@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.distributed import Engine, _canonical, compute_exposure_map, plan_shards
+from eqi_core.exposure.distributed import Engine, compute_exposure_map, plan_shards
+from eqi_core.rankers.base import canonical_topk
 
 
 def same_map(a, b) -> bool:
@@ -24,7 +25,7 @@ def test_plan_sizes_passage_shards_to_worker_memory():
 def test_canonical_order_breaks_ties_by_passage_index():
     scores = np.array([[0.5, 0.9, 0.5, 0.0]], dtype=np.float32)
     idx = np.array([[7, 3, 2, -1]])
-    s, i = _canonical(scores, idx, 3)
+    s, i = canonical_topk(scores, idx, 3)
     assert i.tolist() == [[3, 2, 7]] and s.tolist()[0] == [pytest.approx(0.9), 0.5, 0.5]
 
 

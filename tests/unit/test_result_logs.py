@@ -1,0 +1,107 @@
+"""A system's result log as the exposure map's source (black-box audits), and small-log warnings."""
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from eqi_core.cli import app
+from eqi_core.errors import DataError
+from eqi_core.exposure.result_logs import check_result_log, result_log_id
+from eqi_core.exposure.setup import default_n_dq, degenerate_settings, prepare_exposure
+from eqi_core.runs import Run, read_run
+from eqi_core.store import ArtifactStore
+from tests.conftest import TINY_BEIR
+
+TINY = f"beir:{TINY_BEIR}"
+
+
+def same_map(a, b) -> bool:
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("q_idx", "d_idx", "rank0", "offsets"))
+
+
+def test_eqi_run_output_reproduces_the_builtin_bm25_map_and_relq(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
+    trec = tmp_path / "bm25.trec"
+    assert CliRunner().invoke(app, ["run", "-c", TINY, "-r", "bm25", "-k", "100", "-o", str(trec)]).exit_code == 0
+    store = ArtifactStore(tmp_path / "home")
+    builtin = prepare_exposure(tiny, "bm25", store, depth=100)
+    logged = prepare_exposure(tiny, result_log_id(trec), store, depth=100)
+    assert same_map(builtin.exposure, logged.exposure)
+    notes = " | ".join(logged.notes)  # every id known; BM25 leaves a query without results and lists shallow
+    assert "not in the query log" not in notes and "not in the collection" not in notes
+    assert "1 of the log's 5 queries have no results" in notes
+    from eqi_core.exposure.evaluate import run_table2
+    from eqi_core.exposure.learned import TrainingConfig
+
+    fast = TrainingConfig(n_dq=5, steps=30, batch_size=32, n_train_passages=8)
+    a = run_table2(builtin, n_test=3, n_dq=5, config=fast)["table"]
+    b = run_table2(logged, n_test=3, n_dq=5, config=fast)["table"]
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_cli_exposure_with_a_result_log_table(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
+    store = ArtifactStore(tmp_path / "home")
+    builtin = prepare_exposure(tiny, "bm25", store, depth=100).exposure
+    rows = [(tiny.queries["query_id"].iloc[q], tiny.passages["doc_id"].iloc[d], r + 1)
+            for q, d, r in zip(builtin.q_idx, builtin.d_idx, builtin.rank0)]
+    table = pd.DataFrame(rows, columns=["qid", "docid", "rank"]).sample(frac=1, random_state=0)  # any row order
+    path = tmp_path / "system-log.csv"
+    table.to_csv(path, index=False)
+    out = CliRunner().invoke(app, ["exposure", "d1", "-c", TINY, "--run", str(path), "--n-dq", "5", "--no-heads"])
+    assert out.exit_code == 0, out.output
+    exact = builtin.exposing_frame("d1")
+    assert f"## exact: {len(exact)} queries show it in their top 100" in out.output
+    out = CliRunner().invoke(app, ["exposure-map", "-c", TINY, "--run", str(path)])
+    assert out.exit_code == 0 and '"pairs": ' + str(len(builtin.q_idx)) in out.output, out.output
+    logged = prepare_exposure(tiny, result_log_id(path), store, depth=100).exposure
+    assert same_map(builtin, logged)  # ranks from the table, no scores needed
+
+
+def test_result_log_notes_and_errors(tiny, tmp_path):
+    frame = pd.DataFrame({"query_id": ["q1", "q1", "q2", "nope"], "doc_id": ["d1", "zzz", "d2", "d1"],
+                          "rank": [1, 2, 1, 1], "score": [3.0, 2.0, 1.0, 1.0]})
+    notes = check_result_log(Run("sys", frame), tiny, depth=100)
+    joined = " | ".join(notes)
+    assert "1 of the run's 3 queries are not in the query log" in joined
+    assert "1 result rows name passages that are not in the collection" in joined
+    assert "have no results in the run" in joined and "at most 2 results per query, fewer than n_q->d = 100" in joined
+    with pytest.raises(DataError, match="none of its 1 queries is in the query log"):
+        check_result_log(Run("sys", frame[frame["query_id"] == "nope"]), tiny, depth=10)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("qid,docid,rank\nq1,d1,1\nq1,d1,2\n", "row 3: document 'd1' appears twice for query 'q1'"),
+    ("qid,docid,rank\nq1,d1,first\n", "row 2: rank 'first' is not an integer"),
+    ("a,b\nq1,d1\n", "found 2 columns; expected qid, docid, rank"),
+    ("qid,rank\nq1,1\n", "no column doc_id"),
+])
+def test_bad_result_log_tables_are_one_line(tmp_path, text, message):
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        read_run(path)
+
+
+def test_tsv_without_header_and_parquet(tmp_path):
+    (tmp_path / "log.tsv").write_text("q1\td2\t2\t0.5\nq1\td1\t1\t0.9\n")
+    run = read_run(tmp_path / "log.tsv")
+    assert run.for_query("q1")["doc_id"].tolist() == ["d1", "d2"]
+    pd.DataFrame({"query_id": ["q1"], "doc_id": ["d3"], "rank": [1]}).to_parquet(tmp_path / "log.parquet")
+    assert read_run(tmp_path / "log.parquet").frame["score"].tolist() == [-1.0]
+
+
+def test_small_log_warnings_and_default():
+    assert default_n_dq(112) == 11 and default_n_dq(13_013) == 100 and default_n_dq(5) == 1
+    warnings = degenerate_settings(112, 1460, 100, 100)  # CISI with the paper's n_d->q
+    assert any("lists 89% of the log's 112 queries" in w and "trivially near 1" in w for w in warnings)
+    assert degenerate_settings(13_013, 20_001, 100, 100) == []
+    assert any("every query exposes every passage" in w for w in degenerate_settings(50, 12, 100, 5))
+
+
+def test_cli_eval_exposure_adapts_n_dq_on_a_small_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
+    out = CliRunner().invoke(app, ["eval-exposure", "-c", TINY, "-r", "minilm-l3-onnx", "--test-passages", "2",
+                                   "--steps", "3"])
+    assert out.exit_code == 0, out.output
+    assert "n_d->q = 1" in out.output and "warning: n_q->d = 100 is at least the collection's 12 passages" in out.output
