@@ -272,7 +272,6 @@ def exposure_map_cmd(
 ) -> None:
     """The exact exposure map by shards on Dask (or in-process): resumable, written as partitioned Parquet in the store."""
     from eqi_core.exposure.distributed import compute_exposure_map
-
     from eqi_core.exposure.result_logs import result_log_id
 
     coll = load_collection(collection)
