@@ -35,6 +35,26 @@ def _store() -> ArtifactStore:
     return ArtifactStore()
 
 
+_QUERY_LOG: dict[str, Path | None] = {"path": None}
+
+
+@app.callback()
+def _options(log: Path | None = typer.Option(
+        None, "--log", help="search the collection's passages with this query log instead of its own queries "
+        "(TSV qid<TAB>text[<TAB>count], CSV or JSONL); same as the spec COLLECTION+log:FILE")) -> None:
+    """Search-transparency workbench: collections, rankers, exposure, coverage."""
+    _QUERY_LOG["path"] = log.expanduser().resolve() if log else None
+
+
+def _load(spec: str, store: ArtifactStore | None = None):
+    """The collection of a spec, with the global --log applied."""
+    from eqi_core.loaders.registry import LOG_SEPARATOR
+
+    if _QUERY_LOG["path"] is not None and LOG_SEPARATOR not in spec:
+        spec = f"{spec}{LOG_SEPARATOR}{_QUERY_LOG['path']}"
+    return load_collection(spec, store)
+
+
 def _echo_json(obj: dict, output: Path | None) -> None:
     text = json.dumps(obj, indent=2)
     typer.echo(text)
@@ -54,7 +74,7 @@ def collections_list() -> None:
 @collections_app.command("inspect")
 def collections_inspect(spec: str = typer.Argument(DEFAULT_SPEC, help="collection spec")) -> None:
     """Counts, fingerprint and data notes of one collection."""
-    c = load_collection(spec, _store())
+    c = _load(spec, _store())
     for key, value in c.stats().items():
         typer.echo(f"{key:26s} {value}")
     for note in c.notes:
@@ -65,7 +85,7 @@ def collections_inspect(spec: str = typer.Argument(DEFAULT_SPEC, help="collectio
 def index(collection: str = CollectionOpt, ranker: str = RankerOpt) -> None:
     """Encode and index a collection for a ranker (cached in the store under EQI_HOME)."""
     store = _store()
-    c = load_collection(collection, store)
+    c = _load(collection, store)
     r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing {c.name} for {ranker}", "passage"))
     typer.echo(f"indexed {len(c.passages):,} passages of {c.name} for {r.name} in {store.root}")
 
@@ -80,7 +100,7 @@ def search(
 ) -> None:
     """Search the collection; logged queries show each result's judged grade."""
     store = _store()
-    c = load_collection(collection, store)
+    c = _load(collection, store)
     r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing for {ranker}", "passage"))
     text_by_doc = dict(zip(c.passages["doc_id"], c.passages["text"]))
     for q in query:
@@ -108,7 +128,7 @@ def run(
 ) -> None:
     """Run every query of the collection and write a TREC run file."""
     store = _store()
-    c = load_collection(collection, store)
+    c = _load(collection, store)
     r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing for {ranker}", "passage"))
     result = run_all_queries(r, c, store, k=k, progress=tqdm_progress(f"searching {len(c.queries):,} queries", "query"))
     result.to_trec(output, tag=ranker)
@@ -137,7 +157,7 @@ def tasc(
 
     store = _store()
     runs = load_run_files(list(run_files))
-    coll = load_collection(collection, store) if collection else None
+    coll = _load(collection, store) if collection else None
     if rankers:
         if coll is None:
             raise _DataError("--ranker needs --collection (the rankers run that collection's queries)")
@@ -183,7 +203,7 @@ def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | N
     from eqi_core.exposure.setup import prepare_exposure
 
     store = _store()
-    c = load_collection(collection, store)
+    c = _load(collection, store)
     engine = _engine("local", scheduler, 2, None) if scheduler else None
     ranker_id = result_log_id(run_file) if run_file else ranker
     setup = prepare_exposure(c, ranker_id, store, depth, progress=tqdm_progress("preparing exposure map", "item"),
@@ -274,7 +294,7 @@ def exposure_map_cmd(
     from eqi_core.exposure.distributed import compute_exposure_map
     from eqi_core.exposure.result_logs import result_log_id
 
-    coll = load_collection(collection)
+    coll = _load(collection)
     ranker = result_log_id(run_file) if run_file else ranker
     if engine == "auto":  # small maps are faster without Dask's start-up and hand-offs
         engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * max(embedding_dimension(ranker), 1) < 1e12 else "local"
@@ -380,7 +400,7 @@ def train_decoder_cmd(
     if ranker_spec(encoder).family != "dense":
         raise DataError(f"--encoder {encoder}: a query decoder inverts a dense encoder; expected minilm-l6 or st:<folder>")
     cfg = DecoderTraining(steps=steps, batch_size=batch_size, passage_queries=passage_queries, n_layers=layers, seed=seed)
-    coll = load_collection(collection)
+    coll = _load(collection)
     decoder = train_or_load_decoder(coll, load_encoder(encoder), _store(), cfg, tqdm_progress("training decoder", "step"))
     src = Path(decoder.card["_folder"])
     if export:
@@ -395,7 +415,7 @@ def _latent_space(collection: str, encoder: str, decoder: Path | None, exclude_h
     from eqi_core.decoder.space import open_space
     from eqi_core.decoder.train import DecoderTraining, heldout_split
 
-    coll = load_collection(collection)
+    coll = _load(collection)
     heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
     space = open_space(coll, _store(), encoder, decoder, heldout_q if exclude_heldout else (),
                        progress=tqdm_progress("preparing", "item"))
@@ -543,11 +563,11 @@ def bench_exposure_cmd(
     if engine == "dask":
         from eqi_core.bench import bench_exposure_dask
 
-        _echo_json(bench_exposure_dask(load_collection(collection, store), store, ranker, scheduler=scheduler), output)
+        _echo_json(bench_exposure_dask(_load(collection, store), store, ranker, scheduler=scheduler), output)
         return
     if engine != "inprocess":
         raise DataError(f"--engine {engine}: expected inprocess (exact map vs faiss) or dask")
-    _echo_json(bench_exposure(load_collection(collection, store), load_collection(full_log, store), store), output)
+    _echo_json(bench_exposure(_load(collection, store), _load(full_log, store), store), output)
 
 
 @bench_app.command("encode")
@@ -559,7 +579,7 @@ def bench_encode_cmd(
     """Passages/s of the default encoder vs sentence-transformers' own encode (target ratio >= 0.9)."""
     from eqi_core.bench import bench_encode
 
-    _echo_json(bench_encode(load_collection(collection, _store()), n=n), output)
+    _echo_json(bench_encode(_load(collection, _store()), n=n), output)
 
 
 @bench_app.command("dense")
@@ -573,7 +593,7 @@ def bench_dense_cmd(
     from eqi_core.bench import bench_dense
 
     store = _store()
-    _echo_json(bench_dense(load_collection(collection, store), store, n_queries=queries, k=k), output)
+    _echo_json(bench_dense(_load(collection, store), store, n_queries=queries, k=k), output)
 
 
 @bench_app.command("memory")

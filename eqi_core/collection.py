@@ -43,7 +43,11 @@ class Collection:
 
     def __post_init__(self) -> None:
         self.passages = _normalise(self.passages, PASSAGE_COLUMNS, "passages", self.source)
+        weights = "count" in self.queries.columns  # how often each query was issued (a log's frequencies)
+        counts = self.queries["count"].astype("int64").to_numpy() if weights else None
         self.queries = _normalise(self.queries, QUERY_COLUMNS, "queries", self.source)
+        if weights:
+            self.queries["count"] = counts
         qrels = self.qrels if len(self.qrels) else pd.DataFrame(columns=QRELS_COLUMNS)
         qrels = qrels[QRELS_COLUMNS].copy()
         qrels["query_id"] = qrels["query_id"].astype(str)
@@ -72,6 +76,13 @@ class Collection:
             )
         for note in self.notes:
             log.info("%s: %s", self.name, note)
+
+    @property
+    def query_weights(self) -> np.ndarray:
+        """How often each logged query was issued (all 1 when the log has no counts)."""
+        if "count" in self.queries.columns:
+            return self.queries["count"].to_numpy(dtype=np.float64)
+        return np.ones(len(self.queries))
 
     # -- identity ----------------------------------------------------------------------------
     @cached_property

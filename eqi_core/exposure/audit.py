@@ -16,12 +16,14 @@ from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 
 
-def retrievability(exposure: ExposureMap, cutoff: int = 100) -> np.ndarray:
-    """r(d) for every passage of the collection (zeros included)."""
+def retrievability(exposure: ExposureMap, cutoff: int = 100, weights: np.ndarray | None = None) -> np.ndarray:
+    """r(d) for every passage of the collection (zeros included); with ``weights`` (how often each
+    query was issued) each query counts that many times."""
     if not 0 < cutoff <= exposure.depth:
         raise DataError(f"retrievability cutoff c = {cutoff}: expected 1..{exposure.depth} (the exposure map's depth)")
     keep = exposure.rank0 < cutoff
-    return np.bincount(exposure.d_idx[keep], minlength=len(exposure.doc_ids))
+    w = None if weights is None else np.asarray(weights, dtype=float)[exposure.q_idx[keep]]
+    return np.bincount(exposure.d_idx[keep], weights=w, minlength=len(exposure.doc_ids))
 
 
 def gini(values: np.ndarray) -> float:
@@ -64,8 +66,9 @@ class RetrievabilitySummary:
                 "gini": self.gini}
 
 
-def summarise_retrievability(exposure: ExposureMap, cutoff: int = 100) -> RetrievabilitySummary:
-    r = retrievability(exposure, cutoff)
+def summarise_retrievability(exposure: ExposureMap, cutoff: int = 100,
+                             weights: np.ndarray | None = None) -> RetrievabilitySummary:
+    r = retrievability(exposure, cutoff, weights)
     return RetrievabilitySummary(r, cutoff, gini(r), float((r == 0).mean()) if len(r) else 0.0, lorenz(r))
 
 

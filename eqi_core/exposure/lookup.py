@@ -61,9 +61,15 @@ def exact_for_new_text(setup: ExposureSetup, passage_emb: np.ndarray, n_qd: int)
 
 
 def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: int) -> pd.DataFrame:
-    texts = setup.collection.queries["text"].to_numpy()
-    return pd.DataFrame({"query_id": setup.exposure.query_ids[q], "query": texts[q], "rank": rank0.astype(int) + 1,
-                         "exposure": n_qd - rank0.astype(int)})
+    """Exposing queries with rank and exposure n_q->d - rho; with the log's counts, how often each
+    was searched and the exposure weighted by it."""
+    queries = setup.collection.queries
+    frame = pd.DataFrame({"query_id": setup.exposure.query_ids[q], "query": queries["text"].to_numpy()[q],
+                          "rank": rank0.astype(int) + 1, "exposure": n_qd - rank0.astype(int)})
+    if "count" in queries.columns:
+        frame["searches"] = queries["count"].to_numpy()[q]
+        frame["weighted exposure"] = frame["exposure"] * frame["searches"]
+    return frame
 
 
 def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,

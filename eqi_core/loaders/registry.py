@@ -20,21 +20,36 @@ KINDS = ("wordnet", "beir", "msmarco", "irds")
 DEFAULT_SPEC = "wordnet"
 
 
+LOG_SEPARATOR = "+log:"
+
+
 @dataclass(frozen=True)
 class CollectionSpec:
     kind: str
     location: str = ""
     split: str | None = None
+    log: str | None = None  # a query log file given apart from the passages
 
     def __str__(self) -> str:
         if self.kind == "wordnet":
-            return "wordnet" if self.location in ("", str(DEFAULT_SYNSETS)) else f"wordnet:{self.location}"
-        return f"{self.kind}:{self.location}" + (f"#{self.split}" if self.split else "")
+            base = "wordnet" if self.location in ("", str(DEFAULT_SYNSETS)) else f"wordnet:{self.location}"
+        else:
+            base = f"{self.kind}:{self.location}" + (f"#{self.split}" if self.split else "")
+        return base + (f"{LOG_SEPARATOR}{self.log}" if self.log else "")
 
 
 def parse_spec(spec: str) -> CollectionSpec:
     """``wordnet``, ``wordnet:full``, ``wordnet:5000``, ``beir:PATH#split``, ``msmarco:PATH``,
-    ``irds:ID``, or a bare path (layout detected)."""
+    ``irds:ID``, or a bare path (layout detected); any of them ``+log:FILE`` to search its
+    passages with another query log (TSV, CSV, JSONL; eqi_core.loaders.query_log)."""
+    spec = spec.strip()
+    if LOG_SEPARATOR in spec:
+        base, _, log = spec.rpartition(LOG_SEPARATOR)
+        if not log.strip():
+            raise DataError(f"collection {spec!r}: expected {LOG_SEPARATOR}<query log file> after the collection")
+        from dataclasses import replace
+
+        return replace(parse_spec(base), log=log.strip())
     spec = spec.strip()
     kind, sep, rest = spec.partition(":")
     if sep and kind in KINDS:
@@ -63,6 +78,13 @@ def parse_spec(spec: str) -> CollectionSpec:
 
 def _signature(spec: CollectionSpec) -> dict:
     """What the parsed collection depends on: source file sizes and times."""
+    if spec.log:
+        from dataclasses import replace
+
+        log = Path(spec.log).expanduser()
+        if not log.is_file():
+            raise DataError(f"{log}: query log not found")
+        return {**_signature(replace(spec, log=None)), "log": [str(log), log.stat().st_size, int(log.stat().st_mtime)]}
     if spec.kind == "wordnet":
         d = find_wordnet_dir()
         return {"dir": str(d), "files": source_signature(d)}
@@ -74,6 +96,15 @@ def _signature(spec: CollectionSpec) -> dict:
 
 
 def _load_uncached(spec: CollectionSpec) -> Collection:
+    if spec.log:
+        from dataclasses import replace
+
+        from eqi_core.loaders.query_log import read_query_log, with_query_log
+
+        log = Path(spec.log).expanduser()
+        if not log.is_file():
+            raise DataError(f"{log}: query log not found")
+        return with_query_log(_load_uncached(replace(spec, log=None)), read_query_log(log), log.name)
     if spec.kind == "wordnet":
         return load_wordnet(None if spec.location == "full" else int(spec.location))
     if spec.kind == "beir":
@@ -121,13 +152,21 @@ def check_within_roots(spec: str, roots: list[Path] | None = None) -> str:
     """A spec from outside (a link, a form) may only name files under the data roots: resolved
     paths (symlinks followed, ``..`` collapsed) must lie inside one of them. Returns the spec."""
     parsed = parse_spec(spec)
-    if parsed.kind in ("wordnet", "irds"):
-        return spec
-    target = Path(parsed.location).expanduser().resolve()
-    allowed = roots if roots is not None else data_roots()
-    if not any(target == r or r in target.parents for r in allowed):
-        raise DataError(f"{parsed.location}: outside the configured data roots (EQI_DATA_ROOTS); refusing to read it")
+    paths = [] if parsed.kind in ("wordnet", "irds") else [parsed.location]
+    paths += [parsed.log] if parsed.log else []
+    allowed = (roots if roots is not None else data_roots()) + [uploads_root()]
+    for location in paths:
+        target = Path(location).expanduser().resolve()
+        if not any(target == r or r in target.parents for r in allowed):
+            raise DataError(f"{location}: outside the configured data roots (EQI_DATA_ROOTS); refusing to read it")
     return spec
+
+
+def uploads_root() -> Path:
+    """Where files uploaded in the dashboard are kept: the artifact store's ``upload`` kind."""
+    from eqi_core.store import default_home
+
+    return (default_home() / "upload").resolve()
 
 
 def discover_collections(roots: list[Path] | None = None) -> dict[str, str]:

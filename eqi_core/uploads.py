@@ -1,0 +1,156 @@
+"""Files uploaded in the dashboard, kept in the artifact store under their content hash.
+
+Each upload is one artifact of kind ``upload``: the file as it came (a BEIR zip, a query log, a
+result log) or a BEIR folder assembled from separate files (passages, queries, qrels). It is
+parsed with the loaders' own checks *inside* the store's build, so a malformed file raises its
+one-line ``DataError`` and leaves nothing in the store; a good one is listed in the sidebar
+(``list_uploads``) and read like any file-based collection or log.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from eqi_core.errors import DataError
+from eqi_core.store import ArtifactStore
+
+KIND = "upload"
+
+
+def _digest(*blobs: bytes) -> str:
+    h = hashlib.sha256()
+    for b in blobs:
+        h.update(hashlib.sha256(b).digest())
+    return h.hexdigest()[:20]
+
+
+def _safe_name(filename: str, default: str) -> str:
+    name = Path(filename or default).name
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name) or default
+
+
+def _upload(store: ArtifactStore, what: str, label: str, files: dict[str, bytes], check) -> Path:
+    """Store ``files`` (name -> bytes) as one artifact after ``check(folder)`` accepted them."""
+    params = {"what": what, "label": label, "content": _digest(*files.values())}
+
+    def build(tmp: Path) -> dict:
+        for name, data in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_bytes(data)
+        return {"what": what, "label": label, **(check(tmp) or {})}
+
+    return store.get_or_build(KIND, params, build).path
+
+
+def store_beir_zip(store: ArtifactStore, filename: str, data: bytes) -> str:
+    """A BEIR zip; returns its collection spec."""
+    from eqi_core.loaders.beir import load_beir
+
+    name = _safe_name(filename, "collection.zip")
+    if not name.lower().endswith(".zip"):
+        raise DataError(f"{filename}: expected a .zip holding corpus.jsonl, queries.jsonl and qrels/")
+
+    def check(folder: Path) -> dict:
+        c = load_beir(str(folder / name), None)
+        return {"passages": len(c.passages), "queries": len(c.queries)}
+
+    return f"beir:{_upload(store, 'beir-zip', Path(name).stem, {name: data}, check) / name}"
+
+
+def _passages_jsonl(filename: str, data: bytes) -> bytes:
+    """Passages as BEIR corpus lines: JSONL as it is (checked by the loader), CSV/TSV with id and text columns."""
+    suffix = Path(filename).suffix.lower()
+    if suffix == ".jsonl":
+        return data
+    if suffix not in (".csv", ".tsv"):
+        raise DataError(f"{filename}: expected passages as JSONL (_id, text[, title]) or CSV/TSV (id, text[, title])")
+    try:
+        frame = pd.read_csv(io.BytesIO(data), sep="," if suffix == ".csv" else "\t", dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{filename}: not a readable {suffix[1:].upper()} file ({str(exc).splitlines()[0]})") from None
+    cols = {c.strip().lower(): c for c in frame.columns}
+    ident = next((cols[c] for c in ("_id", "id", "doc_id", "docid", "pid") if c in cols), None)
+    if ident is None or "text" not in cols:
+        raise DataError(f"{filename}: expected columns id (or _id, doc_id) and text; found {', '.join(frame.columns)}")
+    rows = [{"_id": i, "title": t, "text": x} for i, t, x in
+            zip(frame[ident], frame[cols["title"]] if "title" in cols else [""] * len(frame), frame[cols["text"]])]
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _queries_jsonl(filename: str, data: bytes) -> bytes:
+    from eqi_core.loaders.query_log import read_query_log
+
+    log = read_query_log(filename, data)
+    return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in zip(log["query_id"], log["text"])).encode()
+
+
+def store_collection_files(store: ArtifactStore, label: str, passages: tuple[str, bytes],
+                           queries: tuple[str, bytes], qrels: tuple[str, bytes] | None = None) -> str:
+    """A collection from separate files (passages, the query log, optional qrels) as a BEIR folder;
+    returns its spec."""
+    from eqi_core.loaders.beir import load_beir
+
+    files = {"corpus.jsonl": _passages_jsonl(*passages), "queries.jsonl": _queries_jsonl(*queries)}
+    if qrels:
+        from eqi_core.loaders.trec import read_qrels
+
+        q = read_qrels(qrels[0], data=qrels[1])
+        files["qrels/test.tsv"] = ("query-id\tcorpus-id\tscore\n" + "".join(
+            f"{a}\t{b}\t{g}\n" for a, b, g in zip(q["query_id"], q["doc_id"], q["relevance"]))).encode()
+
+    def check(folder: Path) -> dict:
+        c = load_beir(str(folder), "test" if qrels else None)
+        return {"passages": len(c.passages), "queries": len(c.queries)}
+
+    return f"beir:{_upload(store, 'collection-files', _safe_name(label, 'my-collection'), files, check)}"
+
+
+def store_query_log(store: ArtifactStore, filename: str, data: bytes) -> Path:
+    """A query log file (checked by the loader); returns its stored path, for ``SPEC+log:PATH``."""
+    from eqi_core.loaders.query_log import read_query_log
+
+    name = _safe_name(filename, "log.tsv")
+
+    def check(folder: Path) -> dict:
+        return {"queries": len(read_query_log(folder / name))}
+
+    return _upload(store, "query-log", name, {name: data}, check) / name
+
+
+def store_result_log(store: ArtifactStore, filename: str, data: bytes) -> Path:
+    """A system's result log (TREC, TSV/CSV/Parquet; checked by the reader); returns its stored path."""
+    from eqi_core.runs import read_run
+
+    name = _safe_name(filename, "results.trec")
+
+    def check(folder: Path) -> dict:
+        return {"rows": len(read_run(folder / name))}
+
+    return _upload(store, "result-log", name, {name: data}, check) / name
+
+
+def list_uploads(store: ArtifactStore, what: str | None = None) -> list[dict]:
+    """Uploads in the store, newest first: what, label, path, and the counts the check found."""
+    out = []
+    for art in store.list(KIND):
+        if what is None or art.params.get("what") == what:
+            out.append({"what": art.params["what"], "label": art.params["label"], "path": art.path,
+                        "created": art.manifest.get("created", ""), **art.manifest.get("meta", {})})
+    return sorted(out, key=lambda u: u["created"], reverse=True)
+
+
+def uploaded_collections(store: ArtifactStore) -> dict[str, str]:
+    """label -> spec of the uploaded collections (for the sidebar)."""
+    found = {}
+    for u in list_uploads(store):
+        if u["what"] == "beir-zip":
+            zips = sorted(Path(u["path"]).glob("*.zip"))
+            if zips:
+                found[f"{u['label']} (uploaded)"] = f"beir:{zips[0]}"
+        elif u["what"] == "collection-files":
+            found[f"{u['label']} (uploaded)"] = f"beir:{u['path']}"
+    return found

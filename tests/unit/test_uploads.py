@@ -1,0 +1,60 @@
+"""Uploads kept in the store: checked by the loaders inside the build, so a bad file leaves nothing."""
+import io
+import zipfile
+
+import pytest
+
+from eqi_core.errors import DataError
+from eqi_core.loaders import load_collection
+from eqi_core.uploads import (list_uploads, store_beir_zip, store_collection_files, store_query_log, store_result_log,
+                              uploaded_collections)
+from tests.conftest import TINY_BEIR
+
+
+def tiny_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for f in TINY_BEIR.rglob("*"):
+            if f.is_file():
+                z.write(f, f"tiny/{f.relative_to(TINY_BEIR)}")
+    return buf.getvalue()
+
+
+def test_beir_zip_round_trip_and_listing(store):
+    spec = store_beir_zip(store, "tiny.zip", tiny_zip())
+    c = load_collection(spec)
+    assert len(c.passages) == 12 and len(c.queries) == 5
+    assert store_beir_zip(store, "tiny.zip", tiny_zip()) == spec  # same content, same artifact
+    assert uploaded_collections(store) == {"tiny (uploaded)": spec}
+
+
+def test_collection_from_separate_files(store):
+    passages = b"id,title,text\np1,,a bank of a river\np2,,money deposits and loans\n"
+    queries = b"q1\triver bank\nq2\tloans\n"
+    qrels = b"q1 0 p1 1\nq2 0 p2 2\n"
+    spec = store_collection_files(store, "my data", ("passages.csv", passages), ("log.tsv", queries), ("qrels.txt", qrels))
+    c = load_collection(spec)
+    assert list(c.passages["doc_id"]) == ["p1", "p2"] and c.judgments["q2"] == {"p2": 2}
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda s: store_beir_zip(s, "bad.zip", b"not a zip"), "not a folder or a zip"),
+    (lambda s: store_collection_files(s, "x", ("p.csv", b"ident,words\n1,a\n"), ("q.tsv", b"q1\ta\n")), "expected columns id"),
+    (lambda s: store_collection_files(s, "x", ("p.jsonl", b'{"_id": "p1", "text": "a"}\nbroken\n'), ("q.tsv", b"q1\ta\n")),
+     "line 2"),
+    (lambda s: store_query_log(s, "log.tsv", b"q1\tbank\nq1\tloan\n"), "appears twice"),
+    (lambda s: store_result_log(s, "run.csv", b"qid,docid,rank\nq1,d1,x\n"), "not an integer"),
+])
+def test_bad_uploads_are_one_line_and_leave_nothing(store, call, message):
+    with pytest.raises(DataError, match=message):
+        call(store)
+    assert list_uploads(store) == []
+    assert not list((store.root / "upload").glob(".*.tmp")) if (store.root / "upload").exists() else True
+
+
+def test_logs_are_stored_for_specs_and_run_ids(store, tmp_path):
+    log = store_query_log(store, "my log.tsv", b"a1\triver bank\t2\n")
+    c = load_collection(f"beir:{TINY_BEIR}+log:{log}")
+    assert c.query_weights.tolist() == [2.0] and log.name == "my_log.tsv"
+    run = store_result_log(store, "sys.trec", b"a1 Q0 d1 1 2.0 sys\n")
+    assert run.is_file() and sorted(u["what"] for u in list_uploads(store)) == ["query-log", "result-log"]
