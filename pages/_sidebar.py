@@ -1,11 +1,13 @@
 """The sidebar every page draws first: collection and ranker pickers whose choice follows the user."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.loaders import discover_collections
-from eqi_core.loaders.registry import check_within_roots
+from eqi_core.loaders.registry import LOG_SEPARATOR, check_within_roots
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS
 from pages._url import URL_NAMES, incoming
 
@@ -26,6 +28,11 @@ def _restore(widget_key: str, default: str) -> str:
     return value
 
 
+def use_collection(spec: str) -> None:
+    """Select a collection in the sidebar from a page (e.g. after an upload); takes effect on rerun."""
+    st.session_state[_KEPT[COLLECTION_KEY]] = spec
+
+
 def sidebar() -> None:
     """Collection and ranker pickers; every page calls this first, so the choice follows the user."""
     from pages._state import get_store
@@ -38,7 +45,9 @@ def sidebar() -> None:
             st.warning(f"Ignoring the link's collection: {exc}")
     if "ranker" in arriving and arriving["ranker"] in RANKERS:
         st.session_state[_KEPT[RANKER_KEY]] = arriving["ranker"]
-    options = discover_collections()
+    from eqi_core.uploads import uploaded_collections
+
+    options = {**discover_collections(), **uploaded_collections(get_store())}
     specs = list(options.values())
     current = _restore(COLLECTION_KEY, "wordnet")
     _restore(RANKER_KEY, DEFAULT_RANKER)
@@ -46,8 +55,13 @@ def sidebar() -> None:
         specs.append(current)
         options[current] = current
     labels = {v: k for k, v in options.items()}
+
+    def label(spec: str) -> str:
+        base, sep, log = spec.partition(LOG_SEPARATOR)
+        return f"{labels.get(base, base)} + log {Path(log).name}" if sep else labels.get(spec, spec)
+
     st.sidebar.selectbox("Collection", specs, key=COLLECTION_KEY, on_change=_keep, args=(COLLECTION_KEY,),
-                         format_func=lambda s: labels.get(s, s),
+                         format_func=label,
                          help="WordNet is embedded; add BEIR / MS MARCO folders with EQI_DATA_ROOTS")
     st.sidebar.selectbox("Ranker", list(RANKERS), key=RANKER_KEY, on_change=_keep, args=(RANKER_KEY,),
                          format_func=lambda r: RANKERS[r].name,

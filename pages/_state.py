@@ -89,24 +89,27 @@ def live_run(spec: str, ranker_id: str, k: int = 100) -> Run:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _get_exposure_setup(spec: str, ranker_id: str):
+def _get_exposure_setup(spec: str, ranker_id: str, space: str | None, source: str):
     from eqi_core.exposure.setup import prepare_exposure
 
-    return prepare_exposure(get_collection(spec), ranker_id, get_store())
+    return prepare_exposure(get_collection(spec), ranker_id, get_store(), space=space)
 
 
-def exposure_setup_or_stop(spec: str, ranker_id: str):
-    """The exact exposure map + embedding space for EQI (first build with progress), or a clear error."""
+def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
+    """The exact exposure map + embedding space for EQI (first build with progress), or a clear error.
+    ``ranker_id`` may be a result log (``run:<file>``); ``space`` the encoder of the dense methods."""
+    from eqi_core.exposure.distributed import map_params, plan_shards
     from eqi_core.exposure.setup import exposure_ready, prepare_exposure
 
     collection = get_collection(spec)
     store = get_store()
     try:
-        if not exposure_ready(collection, ranker_id, store):
+        if not exposure_ready(collection, ranker_id, store, space=space):
             with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
                           f"{ranker_spec(ranker_id).name} (once; cached)...",
-                          lambda p: prepare_exposure(collection, ranker_id, store, progress=p))
-        return _get_exposure_setup(spec, ranker_id)
+                          lambda p: prepare_exposure(collection, ranker_id, store, progress=p, space=space))
+        source = map_params(collection, ranker_id, 100, plan_shards(1, 1, 1)).get("source", "")  # a changed log file
+        return _get_exposure_setup(spec, ranker_id, space, source)
     except DataError as exc:
         st.error(str(exc))
         st.stop()

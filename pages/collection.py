@@ -3,8 +3,9 @@ import streamlit as st
 
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
-from pages._sidebar import sidebar
+from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker
+from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state
 
 sidebar()
@@ -47,6 +48,8 @@ cols[1].metric("Queries", f"{stats['queries']:,}")
 cols[2].metric("Judgments", f"{stats['judgments']:,}")
 cols[3].metric("Judged queries", f"{stats['judged_queries']:,}")
 cols[4].metric("Judgments / query", stats["mean_judgments_per_query"])
+
+add_your_data(st.session_state.get(COLLECTION_KEY, "wordnet"))
 
 st.subheader("Search")
 ranker = current_ranker()

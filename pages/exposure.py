@@ -6,11 +6,13 @@ from eqi_core.exposure.audit import summarise_retrievability
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
+from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._progress import with_progress
+from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop
 from pages._url import copy_link, page_header, sync_url
@@ -22,12 +24,17 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
-URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100), "exp_ndq": ("ndq", int, 50),
-       "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9)}
+URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100),
+       "exp_ndq": ("ndq", int, min(50, default_n_dq(len(collection.queries)))),
+       "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9), SOURCE_KEY: ("log", str, "")}
 link = page_header("Exposure", f"Which logged queries put a passage in {ranker_spec(ranker_id).name}'s top results, "
                    "and how high? Exact answer by brute force over the whole query log; approximate answers by reverse "
                    "retrieval and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).", URL)
-setup = exposure_setup_or_stop(spec, ranker_id)
+apply_pending_upload()
+rankings = rankings_source(collection, ranker_id)
+setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_id).family == "dense" else None)
+for note in setup.notes:
+    st.info(note, icon=":material/info:")
 
 # -- the passage -------------------------------------------------------------------------------
 source = st.radio("Passage", ["From the collection", "Paste a new passage"], horizontal=True, key="exp_source")
@@ -55,11 +62,13 @@ else:
 # -- parameters ----------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
 n_qd = c1.slider("n_q→d: results a searcher sees", 1, setup.depth, key="exp_nqd")
-n_dq = c2.slider("n_d→q: exposing queries listed", 5, 100, step=5, key="exp_ndq")
+n_dq = c2.slider("n_d→q: exposing queries listed", 1, 100, key="exp_ndq")
 gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, step=0.1, key="exp_gqd")
 gamma_dq = c4.slider("γ_d→q: auditor patience", 0.1, 1.0, step=0.1, key="exp_gdq")
 with link:
     copy_link(sync_url(URL))
+for warning in degenerate_settings(len(collection.queries), len(collection.passages), n_qd, n_dq):
+    st.warning(warning, icon=":material/warning:")
 
 methods = {"BM25-reverse": setup.bm25_reverse(), setup.dense_reverse().name: setup.dense_reverse()}
 try:
@@ -94,6 +103,9 @@ if result.exact is not None:
     m1.metric("Exposing queries (exact)", f"{len(result.exact):,}")
     m2.metric("Best rank reached", int(result.exact["rank"].min()) if len(result.exact) else "—")
     m3.metric("Queries with it in the top 10", int((result.exact["rank"] <= 10).sum()))
+    if "searches" in result.exact.columns:
+        st.caption(f"The log counts {int(result.exact['searches'].sum()):,} searches by these queries; "
+                   f"weighted exposure {int(result.exact['weighted exposure'].sum()):,}.")
 if result.relq is not None:
     st.dataframe(result.relq.style.format("{:.3f}"), width="stretch", key="exp_relq")
 
@@ -120,17 +132,18 @@ figures = [fig] if chosen and result.exact is not None else []
 retr = None
 if doc_id is not None:
     with st.expander("Retrievability: where this passage sits among all passages"):
-        summary = summarise_retrievability(setup.exposure, n_qd)
+        weighted = "count" in collection.queries.columns  # a log with frequencies: each search counts
+        summary = summarise_retrievability(setup.exposure, n_qd, collection.query_weights if weighted else None)
         doc = setup.exposure.doc_index(doc_id)
         retr = summary.of(doc)
-        st.caption(f"r(d) = {retr['r']} queries rank it within their top {n_qd}; "
+        st.caption(f"r(d) = {retr['r']} {'searches' if weighted else 'queries'} rank it within their top {n_qd}; "
                    f"{summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
         lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id)
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
         figures.append(lorenz_fig)
 
 meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "collection spec": spec,
-        "ranker": ranker_spec(ranker_id).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,
+        "ranker": ranker_spec(rankings).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,
         "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq, "methods": ", ".join(names)}
 st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr),
                    f"exposure-report-{doc_id or 'pasted'}.html", "text/html", key="exp_report", type="primary")

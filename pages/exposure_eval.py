@@ -6,10 +6,12 @@ from eqi_core.errors import DataError
 from eqi_core.exposure.audit import min_document_frequency, query_traits, rank_size, summarise_retrievability, trait_probabilities
 from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_grid, table2_available, training_size_grid
 from eqi_core.exposure.learned import TrainingConfig
+from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
 from pages._exports import PLOT_CONFIG
 from pages._progress import with_progress
+from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop
 from pages._url import copy_link, page_header, sync_url
@@ -19,15 +21,22 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
-URL = {"ev_ntest": ("ntest", int, 500), "ev_ndq": ("ndq", int, 100), "ev_steps": ("steps", int, 2000)}
+URL = {"ev_ntest": ("ntest", int, 500), "ev_ndq": ("ndq", int, default_n_dq(len(collection.queries))),
+       "ev_steps": ("steps", int, 2000), SOURCE_KEY: ("log", str, "")}
 link = page_header("Exposure evaluation", f"EQI methods against the exact exposure map of {ranker_spec(ranker_id).name} "
                    "on passages held out from training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high "
                    "it shows the passage (searcher patience γ_q→d) and how high it is listed (auditor patience γ_d→q).", URL)
-setup = exposure_setup_or_stop(spec, ranker_id)
+apply_pending_upload()
+rankings = rankings_source(collection, ranker_id)
+setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_id).family == "dense" else None)
+for note in setup.notes:
+    st.info(note, icon=":material/info:")
 
 c1, c2, c3 = st.columns(3)
 n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_ntest")
-n_dq = c2.number_input("n_d→q", 10, 200, step=10, key="ev_ndq")
+n_dq = c2.number_input("n_d→q", 1, 200, step=10, key="ev_ndq")
+for warning in degenerate_settings(len(collection.queries), len(collection.passages), setup.depth, int(n_dq)):
+    st.warning(warning, icon=":material/warning:")
 steps = c3.number_input("Training steps (batches of 1,000 triples)", 100, 20000, step=100, key="ev_steps")
 with link:
     copy_link(sync_url(URL))

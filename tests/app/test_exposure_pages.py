@@ -54,3 +54,26 @@ def test_exposure_evaluation_page_runs(at):
     table = at.dataframe[0].value
     assert "Brute force" in table.index and "Residual" in table.index
     assert table.loc["Brute force"].min() == pytest.approx(1.0)
+
+
+def test_exposure_from_an_uploaded_result_log(at, tmp_path):
+    """A system's result log (uploaded: kept in the store) replaces the ranker: the page says what of
+    it does not fit, warns about the tiny log, and its exact list is the log's own ranking."""
+    from eqi_core.store import ArtifactStore
+    from eqi_core.uploads import store_result_log
+
+    log = b"q1 Q0 d6 1 9.0 sys\nq1 Q0 d1 2 8.0 sys\nq2 Q0 d6 3 7.0 sys\nq2 Q0 d2 1 8.5 sys\nq9 Q0 d6 1 1.0 sys\n"
+    path = store_result_log(ArtifactStore(), "system.trec", log)
+    at.query_params["log"] = str(path.resolve())
+    at.query_params["passage"] = "d6"
+    at.switch_page("pages/exposure.py").run()
+    assert at.slider(key="exp_ndq").value == 1  # adapted: a tenth of the 5-query log, at least 1
+    at.slider(key="exp_ndq").set_value(5).run()
+    assert not at.exception, at.exception
+    infos = " | ".join(i.value for i in at.info)
+    assert "1 of the run's 3 queries are not in the query log" in infos and "at most 2 results per query" in infos
+    warnings = " | ".join(w.value for w in at.warning)
+    assert "n_q->d = 100 is at least the collection's 12 passages" in warnings and "lists 100% of the log's 5" in warnings
+    exact = [d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"]][0]
+    assert exact["rank"].tolist() == [1, 2]  # q1 lists d6 first; q2 second (its file ranks 1 and 3, renumbered)
+    assert "Result log: system.trec (uploaded)" in at.radio(key="exp_log").format_func(at.radio(key="exp_log").value)

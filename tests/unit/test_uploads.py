@@ -6,8 +6,7 @@ import pytest
 
 from eqi_core.errors import DataError
 from eqi_core.loaders import load_collection
-from eqi_core.uploads import (list_uploads, store_beir_zip, store_collection_files, store_query_log, store_result_log,
-                              uploaded_collections)
+from eqi_core.uploads import list_uploads, store_beir_zip, store_collection_files, store_query_log, store_result_log, uploaded_collections
 from tests.conftest import TINY_BEIR
 
 

@@ -1,0 +1,68 @@
+"""Where the Exposure pages' rankings come from: the sidebar's ranker, run here, or a system's
+result log (a black box: its run files beside the collection or uploaded)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from eqi_core.errors import DataError
+from eqi_core.exposure.result_logs import PREFIX, result_log_id
+from eqi_core.rankers import ranker_spec
+from eqi_core.uploads import list_uploads, store_result_log
+from pages._state import get_store
+
+SOURCE_KEY = "exp_log"  # a result log's path ("" = the sidebar's ranker); in the URL as log=
+
+
+def _available_logs(collection) -> dict[str, str]:
+    """path -> label of result logs the user can pick: run files beside the collection, uploads."""
+    from eqi_core.coverage.sources import run_files_beside
+
+    found = {str(p.resolve()): f"{p.name} (beside the collection)" for p in run_files_beside(collection)}
+    for u in list_uploads(get_store(), "result-log"):
+        for f in Path(u["path"]).iterdir():
+            if f.name != "manifest.json":
+                found[str(f.resolve())] = f"{f.name} (uploaded)"
+    return found
+
+
+def rankings_source(collection, ranker_id: str) -> str:
+    """Draw the choice; returns the ranker id to build the exposure map from (``run:<file>`` for a log)."""
+    logs = _available_logs(collection)
+    wanted = st.session_state.get(SOURCE_KEY) or ""
+    if wanted and wanted not in logs and Path(wanted).is_file():
+        logs[wanted] = f"{Path(wanted).name} (from the link)"
+    options = [""] + list(logs)
+    if wanted not in options:
+        st.warning(f"Ignoring the link's result log {wanted!r}: not a file beside the collection or uploaded.")
+        st.session_state[SOURCE_KEY] = ""
+    with st.expander("Rankings: " + (logs.get(st.session_state.get(SOURCE_KEY) or "", "") or
+                                     f"{ranker_spec(ranker_id).name}, run here"), icon=":material/list_alt:"):
+        st.radio("Exposure from", options, key=SOURCE_KEY, horizontal=False,
+                 format_func=lambda p: f"{ranker_spec(ranker_id).name} (the sidebar's ranker, run here)" if not p
+                 else f"Result log: {logs[p]}",
+                 help="A system's result log is a black box's rankings: its file decides who sees what.")
+        up = st.file_uploader("Upload a result log: TREC run, or TSV/CSV/Parquet (qid, docid, rank[, score]) over this "
+                              "collection's queries", type=["trec", "run", "txt", "tsv", "csv", "parquet"], key="exp_log_upload")
+        if up is not None and st.button("Use this result log", key="exp_log_add"):
+            try:
+                path = store_result_log(get_store(), up.name, up.getvalue())
+            except DataError as exc:
+                st.error(str(exc))
+            else:
+                st.session_state["_exp_log_pending"] = str(path.resolve())
+                st.rerun()
+    chosen = st.session_state.get(SOURCE_KEY) or ""
+    return result_log_id(chosen) if chosen else ranker_id
+
+
+def apply_pending_upload() -> None:
+    """A just-uploaded log becomes the choice (before the radio is drawn on the rerun)."""
+    pending = st.session_state.pop("_exp_log_pending", None)
+    if pending:
+        st.session_state[SOURCE_KEY] = pending
+
+
+def is_log(source: str) -> bool:
+    return source.startswith(PREFIX)
