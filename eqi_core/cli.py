@@ -241,6 +241,8 @@ def exposure(
     run_file: Path | None = RunFileOpt,
     space: str | None = SpaceOpt,
     heads: bool = typer.Option(True, "--heads/--no-heads", help="also the learned Residual head (trained once, ~1 min)"),
+    generate: int = typer.Option(0, "--generate", min=0, max=200, help="also decode N queries no log holds and rank "
+                                 "the passage for each (generative exposure)"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -267,6 +269,17 @@ def exposure(
         score = "" if pe.relq is None else f" ({spec} = {pe.relq.loc[name, str(spec)]:.3f})"
         typer.echo(f"## {name}{score}")
         typer.echo(frame.to_string(index=False))
+    if generate:
+        from eqi_core.decoder.space import open_space
+        from eqi_core.exposure.generative import generate_exposure
+
+        space = open_space(setup.collection, setup.store, "minilm-l6", progress=tqdm_progress("latent space", "item"))
+        g = generate_exposure(setup, space, generate, n_qd, doc_id=passage, text=text)
+        for note in g.notes:
+            typer.echo(f"note: {note}", err=True)
+        typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries not in the log rank it in the top {n_qd} "
+                   f"(exposure {g.logged_total} from the log, +{g.generated_total} from them)")
+        typer.echo(g.candidates.to_string(index=False))
 
 
 def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None):
@@ -378,6 +391,54 @@ def eval_exposure(
         typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         if output_dir:
             f2.to_csv(output_dir / "expanding_log.csv", index=False)
+
+
+@app.command("eval-generative")
+def eval_generative_cmd(
+    collection: str = CollectionOpt,
+    ranker: str = DenseRankerOpt,
+    passages: int = typer.Option(100, "--passages", min=1, help="passages never seen by the decoder (held out)"),
+    n: int = typer.Option(20, "--generate", min=1, max=200, help="decoded queries per passage"),
+    n_qd: int = typer.Option(10, "--n-qd", min=1, help="a decoded query exposes the passage when it ranks it this high"),
+    seed: int = typer.Option(0, "--seed"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write per-passage CSVs here"),
+) -> None:
+    """Generative exposure on held-out passages and on the under-exposed tenth (lowest retrievability)."""
+    import numpy as np
+
+    from eqi_core.decoder.space import open_space
+    from eqi_core.decoder.train import DecoderTraining, heldout_split
+    from eqi_core.exposure.audit import retrievability
+    from eqi_core.exposure.generative import evaluate_generative
+
+    setup = _exposure_setup(collection, ranker, 100)
+    space = open_space(setup.collection, setup.store, "minilm-l6", progress=tqdm_progress("latent space", "item"))
+    rng = np.random.default_rng(seed)
+    doc_ids = setup.collection.passages["doc_id"].to_numpy()
+    _, heldout_docs = heldout_split(setup.collection, DecoderTraining().heldout_share)
+    pool = np.array(heldout_docs if space.neural.card.get("collection_fingerprint") == setup.collection.fingerprint
+                    else doc_ids)  # another collection's decoder never saw any of these passages
+    held = list(rng.choice(pool, size=min(passages, len(pool)), replace=False))
+    r = retrievability(setup.exposure, min(100, setup.depth))
+    lowest = doc_ids[np.argsort(r, kind="stable")[: max(1, len(r) // 10)]]
+    under = list(rng.choice(lowest, size=min(passages, len(lowest)), replace=False))
+    summary = {}
+    for name, docs in (("held-out", held), ("under-exposed tenth", under)):
+        res = evaluate_generative(setup, space, docs, n, n_qd, tqdm_progress(f"decoding for {name} passages", "passage"))
+        hit = res["unseen_exposing"] > 0
+        summary[name] = {"passages": len(res), "share_with_unseen_exposing": round(float(hit.mean()), 3),
+                         "unseen_exposing_per_passage": round(float(res["unseen_exposing"].mean()), 2),
+                         "logged_exposing_per_passage": round(float(res["logged_exposing"].mean()), 2),
+                         "median_best_unseen_rank": float(res.loc[hit, "best_unseen_rank"].median()) if hit.any() else None}
+        typer.echo(f"## {name}: {json.dumps(summary[name])}")
+        texts = dict(zip(setup.collection.passages["doc_id"], setup.collection.passage_texts()))
+        for row in res[hit].head(5).itertuples():
+            typer.echo(f"  {row.doc_id}: {texts[row.doc_id][:90]!r} <- {row.example!r} (rank {row.best_unseen_rank:.0f})")
+        if output_dir:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            res.to_csv(output_dir / f"generative-{name.split()[0]}.csv", index=False)
+    if output_dir:
+        atomic_write(output_dir / "summary.json", json.dumps(summary, indent=1))
 
 
 @app.command("train-decoder")

@@ -14,7 +14,7 @@ from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import current_collection, exposure_setup_or_stop
+from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._url import copy_link, page_header, sync_url
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
@@ -127,6 +127,41 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
                   column_config={"rank": st.column_config.NumberColumn("rank", help="the passage's rank for this query; empty = not exposing")})
     col.download_button("CSV", result.lists[name].to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
+
+# -- queries no log holds yet ------------------------------------------------------------------------------
+st.subheader("Queries no log holds yet")
+if ranker_spec(rankings).build is None:
+    st.caption("A result log cannot rank queries it does not hold: choose a ranker that runs here to decode new ones.")
+else:
+    st.caption(f"Queries decoded from MiniLM-L6's space around this passage (its embedding, halfway to its exposing "
+               f"queries, a small ball around it), each ranked exactly by {ranker_spec(rankings).name}: which unseen "
+               f"searches would show it in the top {n_qd}, and how high.")
+    g1, g2 = st.columns([1, 3])
+    n_generate = g1.number_input("Decoded queries", 5, 60, 20, step=5, key="exp_gen_n")
+    wanted = (spec, rankings, doc_id, text, int(n_generate), n_qd)
+    if g2.button("Decode candidate queries", key="exp_gen", icon=":material/auto_awesome:"):
+        from eqi_core.exposure.generative import generate_exposure
+
+        try:
+            space = latent_space_or_stop(spec, "minilm-l6")
+            with st.spinner("Decoding and ranking..."):
+                st.session_state["_exp_generated"] = (wanted, generate_exposure(setup, space, int(n_generate), n_qd,
+                                                                                doc_id=doc_id, text=text))
+        except DataError as exc:
+            st.error(str(exc))
+    done = st.session_state.get("_exp_generated")
+    if done and done[0] == wanted:
+        g = done[1]
+        for note in g.notes:
+            st.caption(note)
+        k1, k2, k3 = st.columns(3)
+        k1.metric(f"Unseen queries exposing it (top {n_qd})", len(g.unseen_exposing))
+        k2.metric("Exposure from the log", g.logged_total)
+        k3.metric("… plus the unseen queries", g.logged_total + g.generated_total, delta=g.generated_total or None)
+        st.dataframe(g.candidates.rename(columns={"in_log": "in the log", "rank": "its rank"}), hide_index=True,
+                     key="exp_gen_table", column_config={"its rank": st.column_config.NumberColumn(format="%d")})
+        st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
+                           key="exp_gen_csv")
 
 figures = [fig] if chosen and result.exact is not None else []
 retr = None

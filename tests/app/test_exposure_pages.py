@@ -77,3 +77,17 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
     exact = [d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"]][0]
     assert exact["rank"].tolist() == [1, 2]  # q1 lists d6 first; q2 second (its file ranks 1 and 3, renumbered)
     assert "Result log: system.trec (uploaded)" in at.radio(key="exp_log").format_func(at.radio(key="exp_log").value)
+
+
+def test_generative_exposure_panel(at):
+    at.switch_page("pages/exposure.py").run()
+    at.selectbox(key="exp_doc").set_value("d1").run()
+    at.slider(key="exp_nqd").set_value(3).run()
+    at.number_input(key="exp_gen_n").set_value(5).run()
+    at.button(key="exp_gen").click().run()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert "Unseen queries exposing it (top 3)" in metrics
+    table = [d.value for d in at.dataframe if "origin" in d.value.columns][0]
+    assert 1 <= len(table) <= 5 and table["its rank"].is_monotonic_increasing
+    assert int(metrics["Unseen queries exposing it (top 3)"]) == int((table["exposes"] & ~table["in the log"]).sum())

@@ -1,0 +1,120 @@
+"""Generative exposure: queries no log holds yet that would put a passage in front of searchers.
+
+The query decoder turns points of the dense space into queries: the passage's own embedding,
+points halfway between it and its most exposing logged queries, and points in a small ball
+around it. Each decoded query is then ranked by the chosen ranker *exactly* (the passage's rank
+among all passages for that query), so the answer to "which unseen queries would show this
+passage in the top n_q->d, and how high" never trusts the decoder, only the ranker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.errors import DataError
+from eqi_core.exposure.setup import ExposureSetup
+from eqi_core.rankers import build_ranker, ranker_spec
+
+ORIGINS = ("passage", "between", "neighbourhood")
+
+
+@dataclass
+class GeneratedExposure:
+    candidates: pd.DataFrame  # query, origin, rank (exact, 1-based; inf = not retrieved), in_log, exposes, exposure
+    n_qd: int
+    logged_total: int  # sum over logged exposing queries of n_q->d - rho
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unseen_exposing(self) -> pd.DataFrame:
+        c = self.candidates
+        return c[c["exposes"] & ~c["in_log"]]
+
+    @property
+    def generated_total(self) -> int:
+        return int(self.unseen_exposing["exposure"].sum())
+
+
+def decode_points(space, passage_emb: np.ndarray, exposing_emb: np.ndarray, seed: int = 0) -> list[tuple[str, np.ndarray, int]]:
+    """(origin, point, hypotheses to keep) of the points to decode around a passage."""
+    from eqi_core.decoder.suggest import ball_points
+
+    points = [("passage", passage_emb, 6)]
+    points += [("between", (passage_emb + q) / 2, 3) for q in exposing_emb[:5]]
+    points += [("neighbourhood", p, 2) for p in ball_points(passage_emb, 5, 0.25, seed)]
+    return points
+
+
+def passage_ranks(setup: ExposureSetup, queries: list[str], doc: int | None, text: str | None) -> np.ndarray:
+    """Exact 1-based rank of the passage (index ``doc``, or a pasted ``text``) for each query under the
+    setup's ranker, among all the collection's passages (inf when the ranker does not retrieve it)."""
+    spec = ranker_spec(setup.ranker_id)
+    if spec.build is None:
+        raise DataError(f"{spec.name}: a result log cannot rank queries it does not hold; generative exposure needs a "
+                        "ranker that runs here")
+    ranker = build_ranker(setup.ranker_id, setup.collection, setup.store)
+    if spec.family == "dense":  # one query at a time: a rank must not depend on what else was decoded with it
+        q = np.concatenate([ranker.encode_queries([text_]) for text_ in queries]) if queries else np.zeros((0, 1))
+        scores = q @ ranker.doc_embeddings.T
+        # the passage's own score from the same product (a separate dot product may round above it)
+        own = scores[:, doc] if doc is not None else q @ ranker.encoder.encode([text])[0]
+        return (1 + (scores > own[:, None]).sum(axis=1)).astype(float)
+    if doc is None:
+        raise DataError(f"{spec.name}: exact ranks of pasted text are computed for dense rankers only")
+    doc_id = setup.collection.passages["doc_id"].iloc[doc]
+    run = ranker.search(dict(zip(map(str, range(len(queries))), queries)), k=len(setup.collection.passages))
+    hit = run.frame[run.frame["doc_id"] == doc_id].set_index("query_id")["rank"]
+    return np.array([float(hit.get(str(i), np.inf)) for i in range(len(queries))])
+
+
+def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, doc_id: str | None = None,
+                      text: str | None = None, seed: int = 0) -> GeneratedExposure:
+    """Up to ``n`` decoded candidate queries for a passage (by id, or pasted text), best rank first."""
+    if n <= 0:
+        raise DataError(f"--generate {n}: expected a positive number of queries")
+    if (doc_id is None) == (text is None):
+        raise DataError("give a passage id or a text, not both")
+    doc = setup.exposure.doc_index(doc_id) if doc_id is not None else None
+    passage_emb = space.passage_embedding(doc_id) if doc_id is not None else space.encode([text])[0]
+    q_idx, r0 = setup.exposure.exposing(doc) if doc is not None else (np.array([], int), np.array([], int))
+    logged_total = int((n_qd - r0[r0 < n_qd]).sum())
+    exposing_emb = space.query_emb[q_idx[:5]] if len(q_idx) else np.zeros((0, len(passage_emb)), np.float32)
+    decoder = space.decoder("neural")
+    seen, rows = set(), []
+    for origin, point, keep in decode_points(space, passage_emb, exposing_emb, seed):
+        for cand in decoder.decode(np.asarray(point, np.float32)[None], n=keep)[0]:
+            key = " ".join(cand.text.lower().split())
+            if key and key not in seen:
+                seen.add(key)
+                rows.append({"query": cand.text, "origin": origin})
+    frame = pd.DataFrame(rows, columns=["query", "origin"])
+    if frame.empty:
+        return GeneratedExposure(frame.assign(rank=[], in_log=[], exposes=[], exposure=[]), n_qd, logged_total,
+                                 ["the decoder produced no query"])
+    frame["rank"] = passage_ranks(setup, list(frame["query"]), doc, text)
+    logged = {" ".join(t.lower().split()) for t in setup.collection.queries["text"]}
+    frame["in_log"] = [" ".join(q.lower().split()) in logged for q in frame["query"]]
+    frame["exposes"] = frame["rank"] <= n_qd
+    frame["exposure"] = np.where(frame["exposes"], n_qd - frame["rank"] + 1, 0).astype(int)
+    frame = frame.sort_values(["rank", "in_log"], kind="stable").head(n).reset_index(drop=True)
+    notes = [] if space.encoder.id == setup.space else [f"queries decoded in {space.encoder.id}'s space"]
+    return GeneratedExposure(frame, n_qd, logged_total, notes)
+
+
+def evaluate_generative(setup: ExposureSetup, space, docs: list[str], n: int = 20, n_qd: int = 10,
+                        progress=None) -> pd.DataFrame:
+    """Per passage: decoded queries not in the log that rank it in the top ``n_qd`` (count, best rank,
+    an example), and its logged exposing queries within ``n_qd``."""
+    rows = []
+    for i, d in enumerate(docs):
+        g = generate_exposure(setup, space, n, n_qd, doc_id=d)
+        unseen = g.unseen_exposing
+        q, r0 = setup.exposure.exposing(setup.exposure.doc_index(d))
+        rows.append({"doc_id": d, "logged_exposing": int((r0 < n_qd).sum()), "unseen_exposing": len(unseen),
+                     "best_unseen_rank": float(unseen["rank"].min()) if len(unseen) else np.nan,
+                     "example": unseen["query"].iloc[0] if len(unseen) else "", "candidates": len(g.candidates)})
+        if progress:
+            progress(i + 1, len(docs))
+    return pd.DataFrame(rows)

@@ -1,0 +1,51 @@
+"""Generative exposure: decoded queries ranked exactly by the chosen ranker."""
+import numpy as np
+import pytest
+
+from eqi_core.errors import DataError
+from eqi_core.exposure.generative import generate_exposure, passage_ranks
+from eqi_core.exposure.setup import prepare_exposure
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def spaces(tiny, tmp_path_factory):
+    from eqi_core.decoder.space import open_space
+    from eqi_core.store import ArtifactStore
+
+    store = ArtifactStore(tmp_path_factory.mktemp("gen"))
+    return store, open_space(tiny, store, "minilm-l6")
+
+
+@pytest.mark.parametrize("ranker", ["minilm-l6", "bm25"])
+def test_candidates_ranked_exactly(tiny, spaces, ranker):
+    store, space = spaces
+    setup = prepare_exposure(tiny, ranker, store, depth=100)
+    g = generate_exposure(setup, space, n=8, n_qd=3, doc_id="d1")
+    c = g.candidates
+    assert 1 <= len(c) <= 8 and set(c["origin"]) <= {"passage", "between", "neighbourhood"}
+    assert c["rank"].is_monotonic_increasing and (c["exposes"] == (c["rank"] <= 3)).all()
+    if ranker == "minilm-l6":  # recomputed by hand: 1 + passages the query scores above d1
+        from eqi_core.rankers import build_ranker
+
+        ranker = build_ranker("minilm-l6", tiny, store)
+        p = ranker.doc_embeddings
+        q = np.concatenate([ranker.encode_queries([t]) for t in c["query"]])
+        s = q @ p.T
+        assert c["rank"].tolist() == (1 + (s > s[:, [0]]).sum(axis=1)).astype(float).tolist()
+    logged = setup.exposure.exposing(0)[1]
+    assert g.logged_total == int((3 - logged[logged < 3]).sum())
+    assert g.generated_total == int(c.loc[c["exposes"] & ~c["in_log"], "exposure"].sum())
+
+
+def test_result_logs_cannot_rank_new_queries(tiny, spaces, tmp_path):
+    from eqi_core.exposure.result_logs import result_log_id
+
+    store, space = spaces
+    log = tmp_path / "sys.trec"
+    log.write_text("q1 Q0 d1 1 1.0 sys\n")
+    setup = prepare_exposure(tiny, result_log_id(log), store, depth=100)
+    with pytest.raises(DataError, match="cannot rank queries it does not hold"):
+        passage_ranks(setup, ["a query"], 0, None)
+    assert np.isfinite(prepare_exposure(tiny, "bm25", store).exposure.counts()).all()
