@@ -3,6 +3,8 @@ import streamlit as st
 
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
+from eqi_core.loaders.registry import web_log_demo
+from eqi_core.rankers import ranker_spec
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker
 from pages._uploads import add_your_data
@@ -15,6 +17,7 @@ if collection is None:
 URL = {"search_query": ("q", str, "bank" if collection.source.startswith("wordnet") else ""),
        "search_k": ("k", int, 10)}
 url_state(URL)
+WEB_LOG_DEMO_PASSAGE = "7067032"  # chosen with eqi exposure on the demo collection (README)
 
 head, link = st.columns([5, 1])
 head.title(collection.name)
@@ -40,6 +43,19 @@ if collection.source == "wordnet:20000":
         e3.caption("TaSC and per-query comparison of three live rankers.")
         st.page_link("pages/exposure_eval.py", label="Also: do learned heads beat reverse retrieval?",
                      icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
+
+demo = web_log_demo()
+if demo:
+    with st.container(border=True):
+        st.markdown("**A realistic audit: which real web queries expose a passage?** TREC DL 2019 passages searched by "
+                    "6,980 MS MARCO queries (Bing searches).")
+        d1, d2 = st.columns(2)
+        for col, ranker_id in ((d1, "minilm-l6"), (d2, "bm25")):
+            col.page_link("pages/exposure.py", label=f"Exposure under {ranker_spec(ranker_id).name}",
+                          icon=":material/travel_explore:", query_params={"collection": demo, "ranker": ranker_id,
+                                                                          "passage": WEB_LOG_DEMO_PASSAGE, "ndq": "20"})
+        st.caption("First visit: a few minutes to encode 14,581 passages and 6,980 queries. A system's own result log "
+                   "over these queries can be uploaded on the Exposure page (Rankings).")
 
 stats = collection.stats()
 cols = st.columns(5)

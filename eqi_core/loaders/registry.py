@@ -186,3 +186,13 @@ def discover_collections(roots: list[Path] | None = None) -> dict[str, str]:
             elif child.suffix == ".zip":
                 found[f"{child.stem} (BEIR zip)"] = f"beir:{child}"
     return found
+
+
+def web_log_demo(roots: list[Path] | None = None) -> str | None:
+    """The spec of the realistic second demo, when its files are under the data roots: the TREC DL 2019
+    passages searched by the MS MARCO passage queries (real Bing queries), else None."""
+    for root in roots if roots is not None else data_roots():
+        dl19, log = root / "trec-dl19-passage", root / "query-logs" / "msmarco-passage-dev-subset.tsv"
+        if is_beir_dir(dl19) and log.is_file():
+            return f"beir:{dl19}{LOG_SEPARATOR}{log}"
+    return None

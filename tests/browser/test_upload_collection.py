@@ -53,7 +53,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     page.get_by_role("button", name="Add the collection").first.click()
     page.get_by_text("now selected in the sidebar", exact=False).first.wait_for(timeout=120_000)
     page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=60_000)
-    box = page.get_by_label("Query")
+    box = page.get_by_role("textbox", name="Query", exact=True)
     box.fill("river bank")
     box.press("Enter")
     page.get_by_text("judged passages in the top", exact=False).first.wait_for(timeout=120_000)
