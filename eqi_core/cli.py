@@ -312,7 +312,7 @@ def exposure_map_cmd(
     if engine == "auto":  # small maps are faster without Dask's start-up and hand-offs
         engine = "inprocess" if 2.0 * len(coll.queries) * len(coll.passages) * max(embedding_dimension(ranker), 1) < 1e12 else "local"
     emap, info = compute_exposure_map(coll, ranker, _store(), depth, _engine(engine, scheduler, workers, memory_limit),
-                                          query_shard, passage_shards, tqdm_progress("exposure shards", "task"))
+                                          query_shard, passage_shards, tqdm_progress("exact exposure map", "item"))
     for note in info.pop("notes", []):
         typer.echo(f"note: {note}", err=True)
     counts = emap.counts()

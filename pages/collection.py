@@ -17,7 +17,7 @@ if collection is None:
 URL = {"search_query": ("q", str, "bank" if collection.source.startswith("wordnet") else ""),
        "search_k": ("k", int, 10)}
 url_state(URL)
-WEB_LOG_DEMO_PASSAGE = "7067032"  # chosen with eqi exposure on the demo collection (README)
+WEB_LOG_DEMO_PASSAGE = "2022689"  # chocolate and Nobel prizes, shown to dark-chocolate health queries (README)
 
 head, link = st.columns([5, 1])
 head.title(collection.name)

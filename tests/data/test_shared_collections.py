@@ -5,7 +5,7 @@ import pytest
 from eqi_core.loaders import load_collection
 from eqi_core.rankers import build_ranker, run_all_queries
 from eqi_core.runs import Run
-from tests.conftest import shared_dataset
+from tests.conftest import SHARED_DATA, shared_dataset
 
 pytestmark = pytest.mark.data
 
@@ -78,3 +78,15 @@ def test_tasc_on_dl19_six_runs(dl19_runs):
         assert ((rows["tasc_max_lo"] <= rows["tasc_max"]) & (rows["tasc_max"] <= rows["tasc_max_hi"])).all()
     chron, _ = tasc_table(m.values, "chronological", {r: release_date_for(r) for r in dl19_runs}, baseline="bm25")
     assert chron["ranker"].tolist() == ["bm25", "bm25-rm3", "tasb", "splade-pp-ed", "openai-ada2", "repllama"]
+
+
+def test_dl19_passages_with_the_ms_marco_log():
+    """The realistic second demo: TREC DL 2019 passages searched by the MS MARCO dev queries."""
+    from eqi_core.loaders.registry import web_log_demo
+
+    shared_dataset("trec-dl19-passage")
+    spec = web_log_demo([SHARED_DATA])
+    assert spec and spec.endswith("+log:" + str(SHARED_DATA / "query-logs" / "msmarco-passage-dev-subset.tsv"))
+    c = load_collection(spec)
+    assert (len(c.passages), len(c.queries), len(c.qrels)) == (14_581, 6_980, 0)
+    assert any("9,260 judgments" in n and "dropped" in n for n in c.notes)
