@@ -429,11 +429,14 @@ def eval_generative_cmd(
         summary[name] = {"passages": len(res), "share_with_unseen_exposing": round(float(hit.mean()), 3),
                          "unseen_exposing_per_passage": round(float(res["unseen_exposing"].mean()), 2),
                          "logged_exposing_per_passage": round(float(res["logged_exposing"].mean()), 2),
-                         "median_best_unseen_rank": float(res.loc[hit, "best_unseen_rank"].median()) if hit.any() else None}
+                         "median_best_unseen_rank": float(res.loc[hit, "best_unseen_rank"].median()) if hit.any() else None,
+                         "copy_baseline_share_in_top": round(float((res["copy_rank"] <= n_qd).mean()), 3),
+                         "logged_share_in_top": round(float((res["logged_exposing"] > 0).mean()), 3)}
         typer.echo(f"## {name}: {json.dumps(summary[name])}")
         texts = dict(zip(setup.collection.passages["doc_id"], setup.collection.passage_texts()))
         for row in res[hit].head(5).itertuples():
-            typer.echo(f"  {row.doc_id}: {texts[row.doc_id][:90]!r} <- {row.example!r} (rank {row.best_unseen_rank:.0f})")
+            typer.echo(f"  {row.doc_id}: {texts[row.doc_id][:90]!r} <- {row.example!r} (rank {row.best_unseen_rank:.0f}; "
+                       f"copy baseline {row.copy_query!r}: rank {row.copy_rank:.0f})")
         if output_dir:
             output_dir.mkdir(parents=True, exist_ok=True)
             res.to_csv(output_dir / f"generative-{name.split()[0]}.csv", index=False)

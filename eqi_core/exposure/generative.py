@@ -103,18 +103,31 @@ def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, 
     return GeneratedExposure(frame, n_qd, logged_total, notes)
 
 
+def copy_query(text: str, k: int = 3) -> str:
+    """The trivial baseline with the same access: the passage's first ``k`` content words."""
+    from eqi_core.decoder.base import words
+    from eqi_core.decoder.train import stopwords
+
+    stop = stopwords()
+    return " ".join([w for w in words(text) if w not in stop and len(w) > 1][:k])
+
+
 def evaluate_generative(setup: ExposureSetup, space, docs: list[str], n: int = 20, n_qd: int = 10,
                         progress=None) -> pd.DataFrame:
     """Per passage: decoded queries not in the log that rank it in the top ``n_qd`` (count, best rank,
-    an example), and its logged exposing queries within ``n_qd``."""
+    an example), its logged exposing queries within ``n_qd``, and the copy baseline's rank (its first
+    3 content words as the query), so that a decoder that merely copies is seen as such."""
     rows = []
     for i, d in enumerate(docs):
         g = generate_exposure(setup, space, n, n_qd, doc_id=d)
         unseen = g.unseen_exposing
-        q, r0 = setup.exposure.exposing(setup.exposure.doc_index(d))
+        doc = setup.exposure.doc_index(d)
+        q, r0 = setup.exposure.exposing(doc)
+        copy = copy_query(setup.passage_text(doc))
         rows.append({"doc_id": d, "logged_exposing": int((r0 < n_qd).sum()), "unseen_exposing": len(unseen),
                      "best_unseen_rank": float(unseen["rank"].min()) if len(unseen) else np.nan,
-                     "example": unseen["query"].iloc[0] if len(unseen) else "", "candidates": len(g.candidates)})
+                     "example": unseen["query"].iloc[0] if len(unseen) else "", "candidates": len(g.candidates),
+                     "copy_query": copy, "copy_rank": passage_ranks(setup, [copy], doc, None)[0] if copy else np.inf})
         if progress:
             progress(i + 1, len(docs))
     return pd.DataFrame(rows)

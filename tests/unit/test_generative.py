@@ -49,3 +49,15 @@ def test_result_logs_cannot_rank_new_queries(tiny, spaces, tmp_path):
     with pytest.raises(DataError, match="cannot rank queries it does not hold"):
         passage_ranks(setup, ["a query"], 0, None)
     assert np.isfinite(prepare_exposure(tiny, "bm25", store).exposure.counts()).all()
+
+
+def test_copy_baseline_and_evaluation_table(tiny, spaces):
+    from eqi_core.exposure.generative import copy_query, evaluate_generative
+
+    assert copy_query("the sloping land beside a river where the water meets the shore") == "sloping land beside"
+    store, space = spaces
+    setup = prepare_exposure(tiny, "minilm-l6", store, depth=100)
+    res = evaluate_generative(setup, space, ["d1", "d2"], n=5, n_qd=3)
+    assert list(res["doc_id"]) == ["d1", "d2"] and (res["candidates"] <= 5).all()
+    assert res["copy_rank"].iloc[0] == passage_ranks(setup, [res["copy_query"].iloc[0]], 0, None)[0]
+    assert (res["unseen_exposing"] <= res["candidates"]).all()
