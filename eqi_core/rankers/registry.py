@@ -142,6 +142,15 @@ def colour_for(name: str) -> str:
     return spec.colour if spec else PALETTE[sum(map(ord, name)) % len(PALETTE)]
 
 
+ENCODING_PATHS = {"minilm-l6": "onnxruntime-fp32-export"}  # how an encoder's vectors are computed (store keys)
+
+
+def encoding_path(encoder_id: str) -> str:
+    """Which code path makes an encoder's embeddings: part of their store key, so vectors from
+    another path (another numeric result) are never mixed with these."""
+    return ENCODING_PATHS.get(encoder_id, "default")
+
+
 def embedding_dimension(ranker_id: str) -> int:
     """Size of a dense ranker's vectors (0 for others); loads a local st: model to ask it."""
     spec = ranker_spec(ranker_id)
@@ -154,7 +163,7 @@ def embedding_dimension(ranker_id: str) -> int:
 def _minilm_l6():
     from eqi_core import encoders as enc
 
-    return enc.SentenceTransformerEncoder(enc.minilm_l6_dir(), "minilm-l6")
+    return enc.SentenceTransformerEncoder(enc.minilm_l6_dir(), "minilm-l6", onnx=True)
 
 
 def _minilm_l3_onnx():

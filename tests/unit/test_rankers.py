@@ -166,3 +166,23 @@ def test_splade_sparse_encoder_gives_the_papers_vectors():
         act = torch.log1p(torch.relu(mlm(**batch).logits)) * batch["attention_mask"].unsqueeze(-1)
         reference = act.max(dim=1).values.numpy()
     assert ours.shape == reference.shape and np.abs(ours - reference).max() < 1e-5
+
+
+@pytest.mark.slow
+def test_default_encoder_runs_an_onnx_export_of_the_same_weights():
+    """MiniLM-L6 encodes through onnxruntime (an fp32 export of its weights, built once in the store):
+    the same vectors as sentence-transformers to 1e-5, and the path is in the embeddings' store key."""
+    import numpy as np
+
+    from eqi_core.rankers import load_encoder
+    from eqi_core.rankers.dense import embeddings_artifact
+
+    enc = load_encoder("minilm-l6")
+    assert enc.backend == "onnxruntime-fp32-export"
+    texts = ["bank", "a financial institution that accepts deposits and channels the money into lending",
+             "sloping land (especially the slope beside a body of water)", "x " * 400]  # the last one is truncated
+    ours = enc.encode(texts, batch_size=2)
+    reference = enc.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.abs(ours - reference).max() < 1e-5
+    assert embeddings_artifact("minilm-l6", {"field": "passages"})[1]["path"] == "onnxruntime-fp32-export"
+    assert "path" not in embeddings_artifact("minilm-l3-onnx", {"field": "passages"})[1]
