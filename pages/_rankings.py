@@ -8,6 +8,7 @@ import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.exposure.result_logs import PREFIX, result_log_id
+from eqi_core.loaders.registry import check_path_within_roots
 from eqi_core.rankers import ranker_spec
 from eqi_core.uploads import list_uploads, store_result_log
 from pages._state import get_store
@@ -31,8 +32,12 @@ def rankings_source(collection, ranker_id: str) -> str:
     """Draw the choice; returns the ranker id to build the exposure map from (``run:<file>`` for a log)."""
     logs = _available_logs(collection)
     wanted = st.session_state.get(SOURCE_KEY) or ""
-    if wanted and wanted not in logs and Path(wanted).is_file():
-        logs[wanted] = f"{Path(wanted).name} (from the link)"
+    if wanted and wanted not in logs:
+        try:  # a link may name a result log inside the data roots or the upload folder, nowhere else
+            if check_path_within_roots(wanted).is_file():
+                logs[wanted] = f"{Path(wanted).name} (from the link)"
+        except DataError as exc:
+            st.warning(f"Ignoring the link's result log: {exc}")
     options = [""] + list(logs)
     if wanted not in options:
         st.warning(f"Ignoring the link's result log {wanted!r}: not a file beside the collection or uploaded.")

@@ -154,12 +154,18 @@ def check_within_roots(spec: str, roots: list[Path] | None = None) -> str:
     parsed = parse_spec(spec)
     paths = [] if parsed.kind in ("wordnet", "irds") else [parsed.location]
     paths += [parsed.log] if parsed.log else []
-    allowed = (roots if roots is not None else data_roots()) + [uploads_root()]
     for location in paths:
-        target = Path(location).expanduser().resolve()
-        if not any(target == r or r in target.parents for r in allowed):
-            raise DataError(f"{location}: outside the configured data roots (EQI_DATA_ROOTS); refusing to read it")
+        check_path_within_roots(location, roots)
     return spec
+
+
+def check_path_within_roots(location: str | Path, roots: list[Path] | None = None) -> Path:
+    """A file named from outside (a link) must resolve inside a data root or the upload folder."""
+    target = Path(location).expanduser().resolve()
+    allowed = (roots if roots is not None else data_roots()) + [uploads_root()]
+    if not any(target == r or r in target.parents for r in allowed):
+        raise DataError(f"{location}: outside the configured data roots (EQI_DATA_ROOTS); refusing to read it")
+    return target
 
 
 def uploads_root() -> Path:

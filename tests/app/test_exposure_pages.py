@@ -91,3 +91,13 @@ def test_generative_exposure_panel(at):
     table = [d.value for d in at.dataframe if "origin" in d.value.columns][0]
     assert 1 <= len(table) <= 5 and table["its rank"].is_monotonic_increasing
     assert int(metrics["Unseen queries exposing it (top 3)"]) == int((table["exposes"] & ~table["in the log"]).sum())
+
+
+def test_a_link_cannot_name_a_result_log_outside_the_data_roots(at, tmp_path):
+    outside = tmp_path / "secret.trec"
+    outside.write_text("q1 Q0 d1 1 1.0 sys\n")
+    at.query_params["log"] = str(outside)
+    at.switch_page("pages/exposure.py").run()
+    assert not at.exception, at.exception
+    assert any("outside the configured data roots" in w.value for w in at.warning)
+    assert at.radio(key="exp_log").value == ""  # back to the sidebar's ranker

@@ -13,7 +13,7 @@ def test_search_bank_in_real_browser(dashboard, page):
     assert "Logged query bank" in results.inner_text()
     page.get_by_role("heading", name="WordNet 3.0").first.wait_for(timeout=120_000)
 
-    box = page.get_by_label("Query")
+    box = page.get_by_role("textbox", name="Query", exact=True)
     box.fill("interest")
     box.press("Enter")
     caption = page.get_by_text("Logged query interest", exact=False).first
