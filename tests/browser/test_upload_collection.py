@@ -25,6 +25,7 @@ def open_add_your_data(page, dashboard):
 
 
 def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, session_store_home):
+    page.set_default_timeout(180_000)  # each upload reruns the page; on a loaded machine that can take a while
     uploads = session_store_home / "upload"
     before = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
 
@@ -34,7 +35,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     open_add_your_data(page, dashboard)
     page.locator("input[type='file']").first.set_input_files(str(bad))
     page.get_by_role("button", name="Add the collection").first.click()
-    page.get_by_text("not a folder or a zip file", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("not a folder or a zip file", exact=False).first.wait_for(timeout=180_000)
     after_bad = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
     assert {n for n in after_bad - before if not n.endswith(".lock")} == set()  # no artifact, no temporary
 
@@ -43,7 +44,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     with open(big, "wb") as fh:
         fh.truncate(201 * 1024 * 1024)
     page.locator("input[type='file']").first.set_input_files(str(big))
-    page.get_by_text("File must be 200", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("File must be 200", exact=False).first.wait_for(timeout=180_000)
 
     # the real thing
     good = tmp_path / "uploaded-tiny.zip"
@@ -52,7 +53,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     page.locator("input[type='file']").first.set_input_files(str(good))
     page.get_by_role("button", name="Add the collection").first.click()
     page.get_by_text("now selected in the sidebar", exact=False).first.wait_for(timeout=120_000)
-    page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=60_000)
+    page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=180_000)
     box = page.get_by_role("textbox", name="Query", exact=True)
     box.fill("river bank")
     box.press("Enter")
