@@ -1,0 +1,22 @@
+"""The realistic demo collection (DL19 passages + the MS MARCO log) loads in the page, from a link."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import APP
+from tests.conftest import SHARED_DATA, shared_dataset
+
+pytestmark = pytest.mark.data
+
+
+def test_dl19_with_the_ms_marco_log_opens_on_the_collection_page(monkeypatch):
+    from eqi_core.loaders.registry import web_log_demo
+
+    shared_dataset("trec-dl19-passage")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(SHARED_DATA))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.query_params["collection"] = web_log_demo([SHARED_DATA])
+    at.run()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Passages"] == "14,581" and metrics["Queries"] == "6,980"
+    assert "msmarco-passage-dev-subset.tsv" in at.title[0].value
