@@ -10,14 +10,13 @@ totals and retrievability.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import read_text
+from eqi_core.loaders.text_files import iter_jsonl, read_text
 
 _ID = ("qid", "query_id", "query-id", "_id", "id")
 _TEXT = ("text", "query", "question")
@@ -44,17 +43,7 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
         raise DataError(f"{path}: the query log is empty; expected one query per line")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        rows = []
-        for i, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {i}: not JSON ({exc.msg}); expected one JSON object per line") from None
-            if not isinstance(obj, dict):
-                raise DataError(f"{path}: line {i}: expected a JSON object with an id and a text")
-            rows.append(obj)
+        rows = [obj for _, obj in iter_jsonl(path, text.encode())]
         frame, first_row = _columns(pd.DataFrame(rows), path), 1
     elif suffix == ".csv":
         frame, first_row = _columns(pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False), path), 2

@@ -37,7 +37,7 @@ def test_formats(tmp_path, name, text):
     ("log.tsv", "x1\tbank\nx1\tloan\n", "row 2: query id 'x1' appears twice"),
     ("log.tsv", "x1\tbank\t-2\n", "row 1: count '-2' is not a non-negative integer"),
     ("log.tsv", "just one column\n", "expected qid<TAB>text"),
-    ("log.jsonl", '{"_id": "x1", "text": "a"}\nnot json\n', "line 2: not JSON"),
+    ("log.jsonl", '{"_id": "x1", "text": "a"}\nnot json\n', "line 2: not valid JSON"),
     ("log.csv", "id,words\nx1,a\n", "expected columns for the query id"),
     ("log.tsv", "x1\t \n", "row 1: empty query text"),
 ])
