@@ -8,7 +8,6 @@ one-line ``DataError`` and leaves nothing in the store; a good one is listed in 
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -16,16 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.store import ArtifactStore
+from eqi_core.store import ArtifactStore, content_digest
 
 KIND = "upload"
-
-
-def _digest(*blobs: bytes) -> str:
-    h = hashlib.sha256()
-    for b in blobs:
-        h.update(hashlib.sha256(b).digest())
-    return h.hexdigest()[:20]
 
 
 def _safe_name(filename: str, default: str) -> str:
@@ -35,7 +27,7 @@ def _safe_name(filename: str, default: str) -> str:
 
 def _upload(store: ArtifactStore, what: str, label: str, files: dict[str, bytes], check) -> Path:
     """Store ``files`` (name -> bytes) as one artifact after ``check(folder)`` accepted them."""
-    params = {"what": what, "label": label, "content": _digest(*files.values())}
+    params = {"what": what, "label": label, "content": content_digest(*files.keys(), *files.values())}
 
     def build(tmp: Path) -> dict:
         for name, data in files.items():

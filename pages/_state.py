@@ -98,7 +98,7 @@ def _get_exposure_setup(spec: str, ranker_id: str, space: str | None, source: st
 def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
     """The exact exposure map + embedding space for EQI (first build with progress), or a clear error.
     ``ranker_id`` may be a result log (``run:<file>``); ``space`` the encoder of the dense methods."""
-    from eqi_core.exposure.distributed import map_params, plan_shards
+    from eqi_core.exposure.result_logs import is_result_log, result_log_digest
     from eqi_core.exposure.setup import exposure_ready, prepare_exposure
 
     collection = get_collection(spec)
@@ -108,7 +108,7 @@ def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
             with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
                           f"{ranker_spec(ranker_id).name} (once; cached)...",
                           lambda p: prepare_exposure(collection, ranker_id, store, progress=p, space=space))
-        source = map_params(collection, ranker_id, 100, plan_shards(1, 1, 1)).get("source", "")  # a changed log file
+        source = result_log_digest(ranker_id) if is_result_log(ranker_id) else ""  # a changed log file is another setup
         return _get_exposure_setup(spec, ranker_id, space, source)
     except DataError as exc:
         st.error(str(exc))

@@ -306,7 +306,8 @@ def compute_exposure_map(collection: Collection, ranker_id: str, store: Artifact
                        passage_shards if inputs["kind"] == "dense" else 1,
                        engine.worker_memory() if inputs["kind"] == "dense" else None)
     params = map_params(collection, ranker_id, depth, plan)
-    info: dict = {"engine": engine.name, "plan": asdict(plan), "notes": inputs.pop("notes", [])}
+    info: dict = {"engine": engine.name, "plan": asdict(plan), "notes": inputs.pop("notes", []),
+                  "source": params.get("source", "")}
 
     def build(tmp: Path) -> dict:
         work = store.work_dir("exposure-map", params)

@@ -9,6 +9,7 @@ in notes: queries not in the log, passages not in the collection, lists shallowe
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +40,16 @@ def result_log_path(ranker_id: str) -> Path:
 
 
 def result_log_digest(ranker_id: str) -> str:
-    """Content hash of the file: a changed file is a different ranker for the store."""
-    return file_sha256(result_log_path(ranker_id))[:16]
+    """Content hash of the file: a changed file is a different ranker for the store. Cached by
+    (path, size, mtime), so a page rerun does not re-read a large log."""
+    path = result_log_path(ranker_id)
+    stat = path.stat()
+    return _digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(Path(path))[:16]
 
 
 def check_result_log(run: Run, collection: Collection, depth: int) -> list[str]:

@@ -180,11 +180,10 @@ def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStor
     one builder, ``compute_exposure_map``: in-process by default, on Dask with an ``engine``.
     ``ranker_id`` may be ``run:<file>``, a system's result log; ``space`` picks the encoder of
     the dense methods (default: the ranker's own, else MiniLM-L6)."""
-    from eqi_core.exposure.distributed import compute_exposure_map, map_params, plan_shards
+    from eqi_core.exposure.distributed import compute_exposure_map
 
     exposure, info = compute_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
     dense = build_ranker(space_for(ranker_id, space), collection, store, progress)
     q_emb = query_embeddings(dense.encoder, collection, store, progress)
-    source = map_params(collection, ranker_id, depth, plan_shards(1, 1, 1)).get("source", "")
     return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
-                         dense.doc_embeddings, q_emb, store, collection.passage_texts(), info.get("notes", []), source)
+                         dense.doc_embeddings, q_emb, store, collection.passage_texts(), info["notes"], info["source"])
