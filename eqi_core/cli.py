@@ -430,6 +430,8 @@ def eval_generative_cmd(
                          "unseen_exposing_per_passage": round(float(res["unseen_exposing"].mean()), 2),
                          "logged_exposing_per_passage": round(float(res["logged_exposing"].mean()), 2),
                          "median_best_unseen_rank": float(res.loc[hit, "best_unseen_rank"].median()) if hit.any() else None,
+                         "share_with_real_word_unseen_exposing": round(float((res["unseen_exposing_real_words"] > 0).mean()), 3),
+                         "real_word_unseen_exposing_per_passage": round(float(res["unseen_exposing_real_words"].mean()), 2),
                          "copy_baseline_share_in_top": round(float((res["copy_rank"] <= n_qd).mean()), 3),
                          "logged_share_in_top": round(float((res["logged_exposing"] > 0).mean()), 3)}
         typer.echo(f"## {name}: {json.dumps(summary[name])}")

@@ -112,19 +112,35 @@ def copy_query(text: str, k: int = 3) -> str:
     return " ".join([w for w in words(text) if w not in stop and len(w) > 1][:k])
 
 
+def real_word_vocabulary(setup: ExposureSetup) -> frozenset[str]:
+    """Words of the collection's passages and logged queries: a decoded word outside it is a non-word."""
+    from eqi_core.decoder.base import words
+
+    vocab: set[str] = set()
+    for text in list(setup.collection.queries["text"]) + setup.texts:
+        vocab.update(words(text))
+    return frozenset(vocab)
+
+
 def evaluate_generative(setup: ExposureSetup, space, docs: list[str], n: int = 20, n_qd: int = 10,
                         progress=None) -> pd.DataFrame:
     """Per passage: decoded queries not in the log that rank it in the top ``n_qd`` (count, best rank,
-    an example), its logged exposing queries within ``n_qd``, and the copy baseline's rank (its first
-    3 content words as the query), so that a decoder that merely copies is seen as such."""
+    an example), the same for decoded queries made only of real words (a dense ranker also ranks
+    non-words like "impliestia" high; those are not searches anyone types), its logged exposing
+    queries within ``n_qd``, and the copy baseline's rank (its first 3 content words)."""
+    from eqi_core.decoder.base import words
+
+    vocab = real_word_vocabulary(setup)
     rows = []
     for i, d in enumerate(docs):
         g = generate_exposure(setup, space, n, n_qd, doc_id=d)
         unseen = g.unseen_exposing
+        real = unseen[[all(w in vocab for w in words(q)) for q in unseen["query"]]]
         doc = setup.exposure.doc_index(d)
         q, r0 = setup.exposure.exposing(doc)
         copy = copy_query(setup.passage_text(doc))
         rows.append({"doc_id": d, "logged_exposing": int((r0 < n_qd).sum()), "unseen_exposing": len(unseen),
+                     "unseen_exposing_real_words": len(real), "example_real_words": real["query"].iloc[0] if len(real) else "",
                      "best_unseen_rank": float(unseen["rank"].min()) if len(unseen) else np.nan,
                      "example": unseen["query"].iloc[0] if len(unseen) else "", "candidates": len(g.candidates),
                      "copy_query": copy, "copy_rank": passage_ranks(setup, [copy], doc, None)[0] if copy else np.inf})

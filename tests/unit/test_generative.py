@@ -61,3 +61,4 @@ def test_copy_baseline_and_evaluation_table(tiny, spaces):
     assert list(res["doc_id"]) == ["d1", "d2"] and (res["candidates"] <= 5).all()
     assert res["copy_rank"].iloc[0] == passage_ranks(setup, [res["copy_query"].iloc[0]], 0, None)[0]
     assert (res["unseen_exposing"] <= res["candidates"]).all()
+    assert (res["unseen_exposing_real_words"] <= res["unseen_exposing"]).all()
