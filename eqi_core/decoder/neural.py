@@ -211,7 +211,8 @@ def beam_search(model: PrefixDecoder, emb: torch.Tensor, beam: int, banned: np.n
 class NeuralDecoder:
     """A trained PrefixDecoder with its vocabulary: implements QueryDecoder."""
 
-    name = "neural"
+    name = "decoder"
+    label = "WordNet lemma decoder"
 
     def __init__(self, model: PrefixDecoder, vocab: Vocabulary, card: dict | None = None):
         self.model = model.eval()
@@ -228,7 +229,7 @@ class NeuralDecoder:
         out = []
         for start in range(0, len(x), 64):
             for hyps in beam_search(self.model, x[start:start + 64], width, self.banned, self.continuation):
-                cands = [Candidate(self.vocab.text(ids), float(s), source="neural") for ids, s in hyps]
+                cands = [Candidate(self.vocab.text(ids), float(s), source="decoded") for ids, s in hyps]
                 out.append(dedupe(cands, n))
         return out
 
@@ -259,6 +260,11 @@ def read_card(folder: Path) -> dict:
     path = Path(folder) / CARD
     try:
         card = json.loads(path.read_text())
+        if card.get("config", {}).get("arch"):  # the natural decoder's card
+            from eqi_core.decoder.bert import BertDecoderConfig
+
+            BertDecoderConfig(**card["config"])
+            return card
         DecoderConfig(**card["config"])
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise DecoderError(f"{path}: not a decoder card ({type(exc).__name__}: {exc})") from None
@@ -270,7 +276,11 @@ def load_decoder(folder: Path, encoder) -> NeuralDecoder:
     when it was trained for another encoder (id, dimension or tokenizer)."""
     from safetensors.torch import load_file
 
+    from eqi_core.decoder.natural import is_natural_card, load_natural
+
     folder = Path(folder)
+    if is_natural_card(folder):
+        return load_natural(folder, encoder)
     card = read_card(folder)
     cfg = DecoderConfig(**card["config"])
     vocab = encoder_vocabulary(encoder)

@@ -1,9 +1,11 @@
 """LatentSpace: one dense encoder's space over a collection, with the decoders that invert it.
 
 It bundles what traversal, suggestions and evaluation all need: the dense ranker (passage
-embeddings), the logged queries' embeddings, the judgments, and the three decoders (neural,
-neural + guided correction, nearest query). ``exclude_query_ids`` hides queries from the decoders'
-neighbourhood (held-out evaluation queries must not be looked up, only decoded).
+embeddings), the logged queries' embeddings, the judgments, and the decoders: the decoder model
+alone, the model with the encoder re-ranking its whole hypotheses (``decoder+rerank``), and two
+baselines (the nearest logged query; word-edit search, which builds texts word by word with the
+encoder as judge). ``exclude_query_ids`` and ``exclude_doc_ids`` hide held-out items from every
+pool (held-out evaluation queries must not be looked up, only decoded).
 """
 from __future__ import annotations
 
@@ -18,13 +20,24 @@ from eqi_core.collection import Collection
 from eqi_core.decoder.base import DecoderError, QueryDecoder, as_matrix
 from eqi_core.decoder.guided import GuidedDecoder, Neighbourhood
 from eqi_core.decoder.nearest import NearestQueryDecoder
-from eqi_core.decoder.neural import NeuralDecoder, load_decoder, read_card
+from eqi_core.decoder.neural import load_decoder, read_card
+from eqi_core.decoder.rerank import RerankDecoder
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.store import ArtifactStore
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "decoders"
-DECODER_NAMES = ("neural", "neural+guided", "nearest-query")
+DECODER_NAMES = ("decoder+rerank", "decoder", "nearest-query", "word-edit search")
+# names of earlier versions (deep links, scripts): the decoder alone, the corrected decoder
+DECODER_ALIASES = {"neural": "decoder", "neural+guided": "decoder+rerank", "guided": "word-edit search"}
+
+
+def decoder_name(name: str) -> str:
+    """A decoder name, earlier names mapped to today's; a one-line error for an unknown one."""
+    name = DECODER_ALIASES.get(name, name)
+    if name not in DECODER_NAMES:
+        raise DecoderError(f"decoder {name!r}: expected one of {', '.join(DECODER_NAMES)}")
+    return name
 
 
 def shipped_decoders() -> list[Path]:
@@ -32,9 +45,10 @@ def shipped_decoders() -> list[Path]:
     return sorted(p.parent for p in ASSETS.glob("*/card.json")) if ASSETS.is_dir() else []
 
 
-def find_decoder(collection: Collection, encoder, store: ArtifactStore) -> NeuralDecoder:
-    """The decoder for this encoder: one trained on this collection in the store, else a shipped
-    one for the same encoder (trained on the default collection), else a one-line error."""
+def find_decoder(collection: Collection, encoder, store: ArtifactStore):
+    """The decoder for this encoder: one trained on this collection in the store, else a shipped one
+    made for this very collection (the WordNet lemma decoder on WordNet, where it is better), else
+    the shipped natural-language decoder, else a one-line error."""
     trained = [a for a in store.list("decoder")
                if a.params.get("collection") == collection.fingerprint and a.params.get("encoder") == encoder.id]
     if trained:
@@ -43,9 +57,10 @@ def find_decoder(collection: Collection, encoder, store: ArtifactStore) -> Neura
     for folder in shipped_decoders():
         card = read_card(folder)
         if card["config"]["encoder_id"] == encoder.id:
-            shipped.append((card.get("collection_fingerprint") != collection.fingerprint, folder))
+            own = card.get("collection_fingerprint") == collection.fingerprint
+            shipped.append((not own, card.get("config", {}).get("arch") != "bert-prefix", folder.name, folder))
     if shipped:
-        return load_decoder(sorted(shipped)[0][1], encoder)
+        return load_decoder(sorted(shipped)[0][-1], encoder)
     raise DecoderError(f"no query decoder for encoder {encoder.id!r}: train one with "
                        f"`eqi train-decoder -c <collection> -e {encoder.id}`")
 
@@ -55,9 +70,10 @@ class LatentSpace:
     collection: Collection
     ranker: object  # DenseRanker of the decoder's encoder
     query_emb: np.ndarray
-    neural: NeuralDecoder
+    model: object  # NaturalDecoderModel or NeuralDecoder: the decoder alone
     exclude_query_ids: frozenset = field(default_factory=frozenset)
     guided_options: dict = field(default_factory=dict)
+    exclude_doc_ids: frozenset = field(default_factory=frozenset)
 
     @property
     def encoder(self):
@@ -84,22 +100,24 @@ class LatentSpace:
     def neighbourhood(self) -> Neighbourhood:
         keep = self._visible_queries
         texts = self.collection.queries["text"].to_numpy()
-        return Neighbourhood([texts[i] for i in keep], self.query_emb[keep], self.collection.passage_texts(),
-                             self.ranker.doc_embeddings)
+        docs = np.flatnonzero(~np.isin(self.doc_ids, list(self.exclude_doc_ids))) if self.exclude_doc_ids \
+            else np.arange(len(self.doc_ids))
+        passages = self.collection.passage_texts()
+        return Neighbourhood([texts[i] for i in keep], self.query_emb[keep], [passages[i] for i in docs],
+                             self.ranker.doc_embeddings[docs])
 
     @cached_property
     def decoders(self) -> dict[str, QueryDecoder]:
         hood = self.neighbourhood
         return {
-            "neural": self.neural,
-            "neural+guided": GuidedDecoder(self.neural, self.encoder, hood, **self.guided_options),
+            "decoder+rerank": RerankDecoder(self.model, self.encoder),
+            "decoder": self.model,
             "nearest-query": NearestQueryDecoder(hood.query_texts, hood.query_emb, self.encoder.id),
+            "word-edit search": GuidedDecoder(self.model, self.encoder, hood, **self.guided_options),
         }
 
     def decoder(self, name: str) -> QueryDecoder:
-        if name not in self.decoders:
-            raise DecoderError(f"decoder {name!r}: expected one of {', '.join(DECODER_NAMES)}")
-        return self.decoders[name]
+        return self.decoders[decoder_name(name)]
 
     # -- lookups with one-line errors --------------------------------------------------------------
     def passage_index(self, doc_id: str) -> int:
@@ -126,13 +144,13 @@ class LatentSpace:
         scores = q @ self.ranker.doc_embeddings.T
         idx = np.broadcast_to(np.asarray(doc_index), (len(q),))
         own = scores[np.arange(len(q)), idx]
-        return 1 + (scores > own[:, None]).sum(axis=1)
+        return (scores >= own[:, None]).sum(axis=1)  # ties counted against the passage
 
     def ranks_of_vector(self, query_emb: np.ndarray, passage_emb: np.ndarray) -> np.ndarray:
         """Rank a passage that is not in the collection would get among its passages, per query."""
         q = as_matrix(query_emb)
         own = q @ np.asarray(passage_emb, dtype=np.float32)
-        return 1 + (q @ self.ranker.doc_embeddings.T > own[:, None]).sum(axis=1)
+        return 1 + (q @ self.ranker.doc_embeddings.T >= own[:, None]).sum(axis=1)  # ties counted against it
 
     def top(self, query_emb: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         from eqi_core.rankers.dense import exact_topk
@@ -153,7 +171,7 @@ class LatentSpace:
             out[int(m.query_id)] = m.value
         return out
 
-    def decode_text(self, text: str, method: str = "neural+guided", n: int = 5) -> pd.DataFrame:
+    def decode_text(self, text: str, method: str = "decoder+rerank", n: int = 5) -> pd.DataFrame:
         """Queries decoded from a text's embedding (e.g. a passage), each with its cosine to the text
         and the rank the text would get for it among the collection's passages (page and CLI)."""
         from eqi_core.decoder.traversal import check_query
@@ -183,7 +201,7 @@ class LatentSpace:
 
 def open_space(collection: Collection, store: ArtifactStore, encoder_id: str = "minilm-l6",
                decoder_path: Path | None = None, exclude_query_ids=(), progress: ProgressFn | None = None,
-               **guided_options) -> LatentSpace:
+               exclude_doc_ids=(), **guided_options) -> LatentSpace:
     """Build (or load from the store) everything a latent-space view needs for one encoder."""
     from eqi_core.exposure.reverse import query_embeddings
     from eqi_core.rankers import build_ranker, load_encoder, ranker_spec
@@ -192,6 +210,7 @@ def open_space(collection: Collection, store: ArtifactStore, encoder_id: str = "
         raise DataError(f"encoder {encoder_id!r}: latent traversal needs a dense encoder (e.g. minilm-l6)")
     ranker = build_ranker(encoder_id, collection, store, progress)
     encoder = load_encoder(encoder_id)
-    neural = load_decoder(decoder_path, encoder) if decoder_path else find_decoder(collection, encoder, store)
+    model = load_decoder(decoder_path, encoder) if decoder_path else find_decoder(collection, encoder, store)
     q_emb = query_embeddings(encoder, collection, store, progress)
-    return LatentSpace(collection, ranker, q_emb, neural, frozenset(map(str, exclude_query_ids)), guided_options)
+    return LatentSpace(collection, ranker, q_emb, model, frozenset(map(str, exclude_query_ids)), guided_options,
+                       frozenset(map(str, exclude_doc_ids)))

@@ -73,7 +73,7 @@ def ball_points(center: np.ndarray, n: int, epsilon: float, seed: int = 0) -> np
     return (center[None, :] + r[:, None] * u).astype(np.float32)
 
 
-def sampling_suggestions(space, query: str, n: int = 10, epsilon: float = 0.4, decoder: str = "neural",
+def sampling_suggestions(space, query: str, n: int = 10, epsilon: float = 0.4, decoder: str = "decoder",
                          seed: int = 0) -> list[str]:
     query = check_query(query)
     points = ball_points(space.encode([query])[0], n, epsilon, seed)

@@ -133,21 +133,22 @@ def lr_factor(cfg: DecoderTraining, step: int) -> float:
 CHECKPOINT = "state.pt"
 
 
-def _save_state(folder: Path, model: PrefixDecoder, opt: torch.optim.Optimizer, sched, step: int,
-                losses: list[float]) -> None:
+def save_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched, step: int,
+               losses: list[float]) -> None:
     """One file (model, optimizer, scheduler, step, losses) renamed into place: never torn."""
     with atomic_path(folder / CHECKPOINT) as tmp:
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                    "step": step, "losses": losses}, tmp)
+        torch.save({"model": {k: v.cpu() for k, v in model.state_dict().items()}, "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(), "step": step, "losses": losses}, tmp)
 
 
-def _load_state(folder: Path, model: PrefixDecoder, opt: torch.optim.Optimizer, sched) -> tuple[int, list[float]]:
+def load_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched,
+               device: str = "cpu") -> tuple[int, list[float]]:
     """Resume from the checkpoint (tensors and plain values only: ``weights_only=True``)."""
     path = folder / CHECKPOINT
     if not path.is_file():
         return 0, []
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location=device, weights_only=True)
     except Exception:  # unreadable: start over rather than fail
         return 0, []
     model.load_state_dict(state["model"])
@@ -165,7 +166,7 @@ def train_decoder(model: PrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, c
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(cfg, step))
-    start, losses = _load_state(work, model, opt, sched) if work else (0, [])
+    start, losses = load_state(work, model, opt, sched) if work else (0, [])
     x = torch.from_numpy(emb.astype(np.float32))
     lengths = (tokens != model.cfg.pad_id).sum(1)
     report = or_tqdm(progress, "training decoder", "step")
@@ -191,7 +192,7 @@ def train_decoder(model: PrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, c
         losses.append(float(loss.detach()))
         done_here += 1
         if work and ((step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps):
-            _save_state(work, model, opt, sched, step + 1, losses)
+            save_state(work, model, opt, sched, step + 1, losses)
         report(step + 1, cfg.steps)
         if stop_after is not None and done_here >= stop_after:
             break

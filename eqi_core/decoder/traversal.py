@@ -12,10 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from eqi_core.decoder.base import DecoderError, QueryDecoder
+from eqi_core.decoder.base import DecoderError, QueryDecoder, words
 from eqi_core.progress import ProgressFn
 
 MAX_STEPS = 50
+# where a step's text came from, as the page shows it
+SOURCE_LABELS = {"decoded": "decoded", "corrected": "corrected (encoder re-ranked)", "nearest-query": "looked up in the log",
+                 "nearest logged query": "looked up in the log", "word-edit search": "word edits (search baseline)"}
 MODES = ("linear", "slerp")
 
 
@@ -46,8 +49,9 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Traversal:
-    """One walk. ``steps``: step, fraction, decoded, target_rank, ndcg10, cos_query, cos_target,
-    cos_point. ``points``: the interpolated embeddings; ``decoded_emb``: re-encoded decodings."""
+    """One walk. ``steps``: step, fraction, decoded, source (decoded / corrected / looked up),
+    original (the text is the query itself), target_rank, ndcg10, cos_query, cos_target, cos_point.
+    ``points``: the interpolated embeddings; ``decoded_emb``: re-encoded decodings."""
 
     query: str
     query_id: str | None
@@ -60,13 +64,20 @@ class Traversal:
     query_emb: np.ndarray
     target_emb: np.ndarray
 
+    @property
+    def reformulations(self) -> pd.DataFrame:
+        """Steps whose text is not the original query (those are never counted as reformulations)."""
+        return self.steps[~self.steps["original"]]
+
     def first_top1(self) -> pd.Series | None:
-        """The first step whose decoded query ranks the target first: what should have been asked."""
-        hit = self.steps[self.steps["target_rank"] == 1]
+        """The first reformulation that ranks the target first: what should have been asked."""
+        hit = self.reformulations[self.reformulations["target_rank"] == 1]
         return hit.iloc[0] if len(hit) else None
 
     def best(self) -> pd.Series:
-        return self.steps.sort_values(["target_rank", "step"]).iloc[0]
+        """The best-ranked reformulation (or the original query, when every step repeats it)."""
+        steps = self.reformulations if len(self.reformulations) else self.steps
+        return steps.sort_values(["target_rank", "step"]).iloc[0]
 
 
 def check_query(text: str) -> str:
@@ -79,7 +90,7 @@ def check_query(text: str) -> str:
 
 
 def traverse(space, query: str, target_id: str, steps: int = 10, mode: str = "linear",
-             decoder: QueryDecoder | str = "neural+guided", query_id: str | None = None, stop_early: bool = False,
+             decoder: QueryDecoder | str = "decoder+rerank", query_id: str | None = None, stop_early: bool = False,
              progress: ProgressFn | None = None) -> Traversal:
     """Decode every point of the walk from ``query`` to passage ``target_id`` (see module doc)."""
     query = check_query(query)
@@ -93,15 +104,19 @@ def traverse(space, query: str, target_id: str, steps: int = 10, mode: str = "li
     d = space.ranker.doc_embeddings[target_index]
     points = interpolate(q, d, steps, mode)
     qrels = space.qrels_for(query_id, target_id)
+    own = " ".join(words(query))
     texts: list[str] = []
+    sources: list[str] = []
     encoded: list[np.ndarray] = []  # with stop-early, each step is encoded as it is decoded
     for k, point in enumerate(points):
-        texts.append(dec.decode(point[None], n=1)[0][0].text)
+        cand = dec.decode(point[None], n=1)[0][0]
+        texts.append(cand.text)
+        sources.append(SOURCE_LABELS.get(cand.source, cand.source or "decoded"))
         if progress:
             progress(k + 1, len(points))
         if stop_early:
             encoded.append(space.encode(texts[-1:]))
-            if space.ranks(encoded[-1], target_index)[0] == 1:
+            if space.ranks(encoded[-1], target_index)[0] == 1 and " ".join(words(texts[-1])) != own:
                 points = points[: k + 1]
                 if progress:
                     progress(len(points), len(points))
@@ -111,6 +126,8 @@ def traverse(space, query: str, target_id: str, steps: int = 10, mode: str = "li
         "step": np.arange(len(texts)),
         "fraction": np.arange(len(texts)) / steps,
         "decoded": texts,
+        "source": sources,
+        "original": [" ".join(words(t)) == own for t in texts],
         "target_rank": space.ranks(emb, target_index),
         "ndcg10": space.ndcg10(emb, [qrels] * len(texts)),
         "cos_query": np.atleast_1d(cosine(emb, q)),

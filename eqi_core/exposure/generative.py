@@ -81,7 +81,7 @@ def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, 
     q_idx, r0 = setup.exposure.exposing(doc) if doc is not None else (np.array([], int), np.array([], int))
     logged_total = int((n_qd - r0[r0 < n_qd]).sum())
     exposing_emb = space.query_emb[q_idx[:5]] if len(q_idx) else np.zeros((0, len(passage_emb)), np.float32)
-    decoder = space.decoder("neural")
+    decoder = space.decoder("decoder")
     seen, rows = set(), []
     for origin, point, keep in decode_points(space, passage_emb, exposing_emb, seed):
         for cand in decoder.decode(np.asarray(point, np.float32)[None], n=keep)[0]:

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from eqi_core.figures.theme import style
 from eqi_core.rankers.registry import PALETTE
 
-DECODER_COLOURS = {"neural": "#4C78A8", "neural+guided": "#E45756", "nearest-query": "#54A24B",
+DECODER_COLOURS = {"decoder": "#4C78A8", "decoder+rerank": "#E45756", "nearest-query": "#54A24B", "word-edit search": "#B279A2",
                    "RM3": "#9ECAE9", "query": "#333333"}
 KIND_STYLE = {  # kind -> (colour, marker symbol, size)
     "query": ("#1F77B4", "circle", 16),

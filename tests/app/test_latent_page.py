@@ -8,7 +8,7 @@ from tests.conftest import TINY_BEIR
 
 def open_page(app, **params):
     app.run()
-    params = {"k": "3", "decoder": "neural", **params}  # small, fast walks unless a test asks otherwise
+    params = {"k": "3", "decoder": "decoder", **params}  # small, fast walks unless a test asks otherwise
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "minilm-l3-onnx", **params})
     app.switch_page("pages/latent.py").run()
     assert not app.exception, app.exception
@@ -16,17 +16,21 @@ def open_page(app, **params):
 
 
 def test_traversal_from_a_logged_query_to_its_gold_passage(app):
-    at = open_page(app, query="river bank", k="4", decoder="neural+guided")
+    at = open_page(app, query="river bank", k="4", decoder="neural+guided")  # a link of an earlier version still works
     assert at.title[0].value == "Latent traversal"
+    assert at.selectbox(key="lat_decoder").value == "decoder+rerank"
     assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder: MiniLM-L6's space
+    assert any("natural-language decoder" in c.value for c in at.caption)  # which decoder model, and why
     assert at.selectbox(key="lat_target").value == "d1"  # the query's gold passage by default
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Steps decoded"]) == 5
-    assert 1 <= int(metrics["Best rank along the walk"]) <= int(metrics["Target rank for the query as typed"])
+    assert 1 <= int(metrics["Best rank of a reformulation"])
     assert at.success or at.info  # "what should have been asked", or the best step
     steps = at.dataframe[0].value
     assert list(steps["step"]) == [0, 1, 2, 3, 4]
-    assert int(metrics["Best rank along the walk"]) == steps["target rank"].min()
+    assert set(steps["source"].str.split(" ·").str[0]) <= {"decoded", "corrected (encoder re-ranked)"}
+    reform = steps[~steps["source"].str.contains("the original query")]
+    assert int(metrics["Best rank of a reformulation"]) == (reform["target rank"].min() if len(reform) else steps["target rank"].min())
     assert len(at.get("plotly_chart")) >= 2  # the UMAP trajectory and the per-step curve
     results = at.dataframe[1].value  # the results of the best step, shown by default
     assert len(results) == 10
@@ -60,19 +64,20 @@ def test_decode_box(app):
     passages = enc.encode(load_collection(f"beir:{TINY_BEIR}").passage_texts())
     text = enc.encode(["an institution where you deposit money and take loans"])[0]
     q = enc.encode(list(decoded["decoded query"]))
-    expected = 1 + ((q @ passages.T) > (q @ text)[:, None]).sum(axis=1)
+    expected = 1 + ((q @ passages.T) >= (q @ text)[:, None]).sum(axis=1)  # ties count against the text
     assert decoded["passage's rank"].tolist() == expected.tolist()
 
 
 def test_decoder_card_and_evaluation_are_shown(app):
     at = open_page(app, query="river bank")
-    tables = [d.value for d in at.dataframe if "top1" in d.value.columns]
-    assert tables and {"neural", "neural+guided", "nearest-query"} <= set(tables[0].index)
-    from eqi_core.decoder.space import shipped_decoders  # the page shows the card's numbers, unaltered
+    tables = [d.value for d in at.dataframe if "round_trip_f1" in d.value.columns]
+    assert tables and {"decoder", "decoder+rerank", "nearest logged query", "first 3 content words"} <= set(tables[0].index)
+    from eqi_core.decoder.space import ASSETS  # the page shows the card's numbers, unaltered
 
-    card = json.loads((shipped_decoders()[0] / "card.json").read_text())
-    for name, row in card["metrics"]["summary"].items():
-        assert tables[0].loc[name, "cosine"] == pytest.approx(row["cosine"])
+    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
+    for name, row in card["natural_metrics"]["summary"].items():
+        if row.get("round_trip_f1") is not None:
+            assert tables[0].loc[name, "round_trip_f1"] == pytest.approx(row["round_trip_f1"])
 
 
 def test_bad_input_gives_one_line_messages(app):

@@ -25,7 +25,7 @@ def test_traverse_and_decode():
     result = runner.invoke(app, ["decode", "the sloping land beside a river", "-c", TINY, "-n", "2", "--method", "neural"])
     assert result.exit_code == 0, result.output
     lines = [line_.split("\t") for line_ in result.output.splitlines() if "\t" in line_][1:]  # after the header
-    assert 1 <= len(lines) <= 2 and all(-1 <= float(c) <= 1 and 1 <= int(r) <= 13 for c, r, _ in lines)
+    assert 1 <= len(lines) <= 2 and all(-1 <= float(c) <= 1 and 1 <= int(r) <= 13 for c, r, _, _ in lines)
 
 
 def test_exposure_map_in_process():

@@ -129,17 +129,37 @@ def test_tiny_decoder_follows_the_protocol_and_regenerates_training_queries(tiny
     assert out[0][0].score >= out[0][-1].score  # best first
 
 
-def test_space_decoders_and_guided_never_worse_than_its_seeds(tiny_space):
+def test_space_decoders_and_word_edit_search_never_worse_than_its_seeds(tiny_space):
     space, _, _ = tiny_space
-    assert set(space.decoders) == {"neural", "neural+guided", "nearest-query"}
+    assert set(space.decoders) == {"decoder", "decoder+rerank", "nearest-query", "word-edit search"}
+    assert space.decoder("neural") is space.decoder("decoder")  # earlier names still resolve
     target = space.passage_embedding(space.collection.passages["doc_id"][0])
-    seeds = [c.text for c in space.decoder("neural").decode(target[None], n=8)[0]]
-    guided = space.decoder("neural+guided").correct(target, seeds, n=3)
+    seeds = [c.text for c in space.decoder("decoder").decode(target[None], n=8)[0]]
+    guided = space.decoder("word-edit search").correct(target, seeds, n=3)
     seed_best = float(max(space.encode(seeds) @ target))
     assert guided[0].cosine >= seed_best - 1e-5
     assert guided[0].cosine == pytest.approx(float(space.encode([guided[0].text])[0] @ target), abs=1e-5)
     nearest = space.decoder("nearest-query").decode(target[None], n=2)[0]
     assert nearest[0].text in set(space.collection.queries["text"])
+    with pytest.raises(DecoderError, match="expected one of decoder"):
+        space.decoder("guided-ish")
+
+
+def test_rerank_keeps_whole_hypotheses_and_is_never_worse_than_the_first(tiny_space):
+    space, _, _ = tiny_space
+    target = space.passage_embedding(space.collection.passages["doc_id"][0])
+    rerank = space.decoder("decoder+rerank")
+    beam = [c.text for c in space.decoder("decoder").decode(target[None], n=rerank.beam, beam=rerank.beam)[0]]
+    out = rerank.decode(target[None], n=3)[0]
+    first_cos = float(space.encode(beam[:1])[0] @ target)
+    assert out[0].cosine >= first_cos - 1e-5
+    assert {c.source for c in out} <= {"decoded", "corrected"}
+    assert (out[0].source == "decoded") == (words(out[0].text) == words(beam[0]))
+    pushed_hyps = set(beam)  # every candidate is a whole decoder output: the beam, or a feedback round's beam
+    e_best = space.encode([max(beam, key=lambda t: float(space.encode([t])[0] @ target))])[0]
+    push = target + (target - e_best)
+    pushed_hyps |= {c.text for c in space.decoder("decoder").decode((push / np.linalg.norm(push))[None], n=4, beam=4)[0]}
+    assert all(c.text in pushed_hyps for c in out)
 
 
 def test_traversal_reports_every_step(tiny_space):
@@ -147,12 +167,14 @@ def test_traversal_reports_every_step(tiny_space):
 
     space, _, _ = tiny_space
     target = space.gold_passage("q1")
-    trav = traverse(space, "river bank", target, steps=4, decoder="neural")
+    trav = traverse(space, "river bank", target, steps=4, decoder="decoder")
     assert list(trav.steps["step"]) == [0, 1, 2, 3, 4]
+    assert set(trav.steps["source"]) <= {"decoded"}
+    assert trav.steps["original"].iloc[0] == (words(trav.steps["decoded"].iloc[0]) == ["river", "bank"])
     assert trav.steps["target_rank"].between(1, len(space.doc_ids)).all()
     assert trav.steps["ndcg10"].between(0, 1).all()
     assert trav.points.shape == (5, 384)
-    early = traverse(space, "river bank", target, steps=4, decoder="neural+guided", stop_early=True)
+    early = traverse(space, "river bank", target, steps=4, decoder="decoder+rerank", stop_early=True)
     if early.first_top1() is not None:
         assert early.steps["target_rank"].iloc[-1] == 1 and len(early.steps) <= 5
 
@@ -232,7 +254,7 @@ def test_projection_and_figures(tiny_space):
     from eqi_core.projection import trajectory_map
 
     space, _, _ = tiny_space
-    trav = traverse(space, "river bank", space.gold_passage("q1"), steps=3, decoder="neural")
+    trav = traverse(space, "river bank", space.gold_passage("q1"), steps=3, decoder="decoder")
     points, path = trajectory_map(space, trav, k=3, n_queries=3)
     assert {"query", "target passage"} <= set(points["kind"]) and len(path) == 4
     assert np.isfinite(points[["x", "y"]].to_numpy()).all() and np.isfinite(path[["x", "y"]].to_numpy()).all()

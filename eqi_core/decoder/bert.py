@@ -1,0 +1,297 @@
+"""The natural-language query decoder: the encoder's own BERT layers, warm-started, run causally.
+
+Design (bert2bert, Rothe et al. 2020, sized for a 2-core CPU): the decoder is a copy of the
+encoder's pretrained transformer (all-MiniLM-L6-v2: 6 post-LN layers, width 384) used left to
+right. The embedding to decode enters as ``n_prefix`` vectors in front of the tokens (a learned
+projection), so no cross-attention weights start from scratch. Input tokens use the encoder's
+frozen word embeddings; the output softmax is tied to them and limited to the tokens seen in the
+training text (the ``out_ids`` buffer: a decoder never emits a token it never read). Decoding keeps
+a key/value cache per layer, so a beam step costs one token per row.
+
+Checkpoints hold the trained layers, the prefix projection, the output head and ``out_ids``;
+the word embeddings come from the encoder at load time (a hash of its vocabulary is checked).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 - the usual name
+
+ARCH = "bert-prefix"
+
+
+@dataclass
+class BertDecoderConfig:
+    encoder_id: str
+    encoder_dim: int
+    vocab_size: int
+    tokenizer_sha: str
+    bos_id: int
+    eos_id: int
+    pad_id: int
+    word_dim: int
+    n_out: int  # size of the output vocabulary (``out_ids``)
+    arch: str = ARCH
+    hidden: int = 384
+    n_layers: int = 6
+    n_heads: int = 12
+    d_ff: int = 1536
+    n_prefix: int = 8
+    max_len: int = 32
+    dropout: float = 0.1
+    eps: float = 1e-12
+
+
+class Block(nn.Module):
+    """One BERT layer (post-LN), causal, with an optional key/value cache for decoding."""
+
+    def __init__(self, cfg: BertDecoderConfig):
+        super().__init__()
+        h = cfg.hidden
+        self.n_heads, self.p = cfg.n_heads, cfg.dropout
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.attn_out = nn.Linear(h, h)
+        self.attn_norm = nn.LayerNorm(h, eps=cfg.eps)
+        self.inter = nn.Linear(h, cfg.d_ff)
+        self.out = nn.Linear(cfg.d_ff, h)
+        self.out_norm = nn.LayerNorm(h, eps=cfg.eps)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, h = x.shape
+        return x.view(b, t, self.n_heads, h // self.n_heads).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None):
+        q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        # a new token attends to everything cached; a whole sequence attends causally
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None and x.shape[1] > 1,
+                                           dropout_p=self.p if self.training else 0.0)
+        a = a.transpose(1, 2).reshape(x.shape)
+        x = self.attn_norm(x + F.dropout(self.attn_out(a), self.p, self.training))
+        x = self.out_norm(x + F.dropout(self.out(F.gelu(self.inter(x))), self.p, self.training))
+        return x, (k, v)
+
+
+class BertPrefixDecoder(nn.Module):
+    """[prefix(embedding); BOS; tokens] through causal BERT layers; output tied to word embeddings."""
+
+    def __init__(self, cfg: BertDecoderConfig, word_embeddings: torch.Tensor, out_ids: torch.Tensor):
+        super().__init__()
+        self.cfg = cfg
+        self.register_buffer("word_emb", word_embeddings, persistent=False)
+        self.register_buffer("out_ids", torch.as_tensor(out_ids, dtype=torch.long))
+        index = torch.full((cfg.vocab_size,), -1, dtype=torch.long)
+        index[self.out_ids] = torch.arange(len(self.out_ids))
+        self.register_buffer("out_index", index, persistent=False)  # vocabulary id -> output row
+        self.register_buffer("out_emb", word_embeddings[self.out_ids], persistent=False)  # tied output rows
+        h = cfg.hidden
+        self.prefix = nn.Linear(cfg.encoder_dim, cfg.n_prefix * h)
+        self.tok_in = nn.Identity() if cfg.word_dim == h else nn.Linear(cfg.word_dim, h, bias=False)
+        self.pos = nn.Embedding(cfg.n_prefix + cfg.max_len + 1, h)
+        self.token_type = nn.Parameter(torch.zeros(h))
+        self.emb_norm = nn.LayerNorm(h, eps=cfg.eps)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.head = nn.Linear(h, h)
+        self.head_norm = nn.LayerNorm(h, eps=cfg.eps)
+        self.head_out = nn.Identity() if cfg.word_dim == h else nn.Linear(h, cfg.word_dim, bias=False)
+        self.out_bias = nn.Parameter(torch.zeros(len(self.out_ids)))
+        for m in (self.prefix, self.head):
+            nn.init.normal_(m.weight, std=0.02)
+            nn.init.zeros_(m.bias)
+        nn.init.normal_(self.pos.weight, std=0.02)
+
+    # -- warm start ------------------------------------------------------------------------------
+    def warm_start(self, bert_state: dict[str, torch.Tensor]) -> int:
+        """Copy a BERT encoder's pretrained weights (HF names) into the matching parts: positions,
+        token type 0, embedding norm and the first ``n_layers`` layers. Returns tensors copied."""
+        names = {"emb_norm.weight": "embeddings.LayerNorm.weight", "emb_norm.bias": "embeddings.LayerNorm.bias"}
+        for i in range(self.cfg.n_layers):
+            src, dst = f"encoder.layer.{i}.", f"blocks.{i}."
+            for a, b in [("query", "attention.self.query"), ("key", "attention.self.key"), ("value", "attention.self.value"),
+                         ("attn_out", "attention.output.dense"), ("attn_norm", "attention.output.LayerNorm"),
+                         ("inter", "intermediate.dense"), ("out", "output.dense"), ("out_norm", "output.LayerNorm")]:
+                for w in ("weight", "bias"):
+                    names[f"{dst}{a}.{w}"] = f"{src}{b}.{w}"
+        own = self.state_dict()
+        copied = 0
+        with torch.no_grad():
+            for dst, src in names.items():
+                if src in bert_state and bert_state[src].shape == own[dst].shape:
+                    own[dst].copy_(bert_state[src].float())
+                    copied += 1
+            pos = bert_state.get("embeddings.position_embeddings.weight")
+            if pos is not None and pos.shape[1] == self.cfg.hidden:
+                n = min(len(pos), self.pos.weight.shape[0])
+                self.pos.weight[:n].copy_(pos[:n].float())
+                copied += 1
+            tt = bert_state.get("embeddings.token_type_embeddings.weight")
+            if tt is not None and tt.shape[1] == self.cfg.hidden:
+                self.token_type.copy_(tt[0].float())
+                copied += 1
+        return copied
+
+    # -- forward ---------------------------------------------------------------------------------
+    def _embed(self, ids: torch.Tensor, start: int) -> torch.Tensor:
+        x = self.tok_in(self.word_emb[ids]) + self.token_type
+        return x + self.pos.weight[start:start + ids.shape[1]]
+
+    def _prefix(self, emb: torch.Tensor) -> torch.Tensor:
+        p = self.prefix(emb * math.sqrt(self.cfg.encoder_dim)).view(len(emb), self.cfg.n_prefix, self.cfg.hidden)
+        return p + self.token_type + self.pos.weight[: self.cfg.n_prefix]
+
+    def _run(self, x: torch.Tensor, caches=None):
+        x = F.dropout(self.emb_norm(x), self.cfg.dropout, self.training)
+        new = []
+        for i, block in enumerate(self.blocks):
+            x, kv = block(x, None if caches is None else caches[i])
+            new.append(kv)
+        return x, new
+
+    def hidden(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """Hidden states at the token positions: (B, T, hidden) for ids (B, T) = [BOS, ...]."""
+        p = self.cfg.n_prefix
+        x = torch.cat([self._prefix(emb), self._embed(ids, p)], dim=1)
+        return self._run(x)[0][:, p:]
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Scores over the output vocabulary (rows of ``out_ids``)."""
+        z = self.head_out(self.head_norm(F.gelu(self.head(h))))
+        return z @ self.out_emb.T + self.out_bias
+
+    def loss(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced cross-entropy; ``ids`` = [BOS, t1..tn, EOS, PAD...]."""
+        h = self.hidden(emb, ids[:, :-1])
+        target = ids[:, 1:]
+        keep = target != self.cfg.pad_id
+        return F.cross_entropy(self.logits(h[keep]).float(), self.out_index[target[keep]])
+
+    # -- incremental decoding ----------------------------------------------------------------------
+    def start(self, emb: torch.Tensor):
+        """Run [prefix; BOS]; returns (log-probs over out_ids for the first token, caches)."""
+        bos = torch.full((len(emb), 1), self.cfg.bos_id, dtype=torch.long, device=emb.device)
+        x = torch.cat([self._prefix(emb), self._embed(bos, self.cfg.n_prefix)], dim=1)
+        h, caches = self._run(x)
+        return torch.log_softmax(self.logits(h[:, -1]).float(), dim=-1), caches
+
+    def step(self, out_tok: torch.Tensor, position: int, caches):
+        """Feed one token per row (as output-vocabulary rows) at ``position`` (0 = BOS)."""
+        ids = self.out_ids[out_tok].view(-1, 1)
+        h, caches = self._run(self._embed(ids, self.cfg.n_prefix + position), caches)
+        return torch.log_softmax(self.logits(h[:, -1]).float(), dim=-1), caches
+
+
+def reorder(caches, index: torch.Tensor):
+    return [(k.index_select(0, index), v.index_select(0, index)) for k, v in caches]
+
+
+@torch.no_grad()
+def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
+                no_repeat: torch.Tensor, length_penalty: float = 0.6) -> list[list[tuple[list[int], float]]]:
+    """Batched beam search with a key/value cache. ``first_banned``: output rows never chosen first
+    (the end, word continuations); ``no_repeat``: output rows (content-word starts) that may
+    appear once per hypothesis. Returns per row up to ``beam`` (vocabulary ids, normalised score)."""
+    cfg = model.cfg
+    b, n_out = len(emb), len(model.out_ids)
+    eos = int(model.out_index[cfg.eos_id])
+    logp, caches = model.start(emb)
+    logp[:, first_banned] = -1e9
+    logp[:, eos] = -1e9
+    caches = reorder(caches, torch.arange(b).repeat_interleave(beam))
+    top, tok = logp.topk(beam, dim=1)  # (b, beam)
+    scores = top.clone()
+    seqs = tok.view(-1, 1)
+    used = torch.zeros(b * beam, n_out, dtype=torch.bool)
+    used[torch.arange(b * beam), seqs[:, 0]] = no_repeat[seqs[:, 0]]
+    finished: list[list[tuple[list[int], float]]] = [[] for _ in range(b)]
+    done = torch.zeros(b, dtype=torch.bool)
+    for t in range(1, cfg.max_len - 1):  # at most max_len - 1 tokens, as in training
+        logp, caches = model.step(seqs[:, -1], t, caches)
+        logp = logp.masked_fill(used, -1e9)
+        total = (scores.view(-1, 1) + logp).view(b, beam * n_out)
+        cand, flat = total.topk(2 * beam, dim=1)
+        src, tok = flat // n_out, flat % n_out
+        new_rows, new_tok, new_scores = [], [], torch.full((b, beam), -1e9)
+        for i in range(b):
+            kept = 0
+            for j in range(2 * beam):
+                s = float(cand[i, j])
+                if s < -1e8 or kept == beam:
+                    break
+                row = i * beam + int(src[i, j])
+                if int(tok[i, j]) == eos:
+                    if not done[i]:
+                        finished[i].append((seqs[row].tolist(), s / ((t + 1) ** length_penalty)))
+                    continue
+                new_rows.append(row)
+                new_tok.append(int(tok[i, j]))
+                new_scores[i, kept] = s
+                kept += 1
+            while kept < beam:  # keep shapes: pad with a dead copy
+                new_rows.append(i * beam)
+                new_tok.append(eos)
+                kept += 1
+            if len(finished[i]) >= beam:
+                best_open = float(new_scores[i].max()) / ((t + 2) ** length_penalty)
+                if best_open < max(f[1] for f in finished[i]):
+                    done[i] = True
+        if bool(done.all()):
+            break
+        index = torch.tensor(new_rows)
+        seqs = torch.cat([seqs[index], torch.tensor(new_tok).view(-1, 1)], dim=1)
+        used = used[index]
+        nt = torch.tensor(new_tok)
+        used[torch.arange(b * beam), nt] |= no_repeat[nt]
+        scores = torch.where(done[:, None], torch.full_like(new_scores, -1e9), new_scores)
+        caches = reorder(caches, index)
+    for i in range(b):
+        if not finished[i]:
+            finished[i].append((seqs[i * beam].tolist(), float(scores[i, 0])))
+    out_ids = model.out_ids.tolist()
+    return [[([out_ids[k] for k in s], sc) for s, sc in sorted(f, key=lambda x: -x[1])[:beam]] for f in finished]
+
+
+@torch.no_grad()
+def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, first_banned: torch.Tensor,
+           generator: torch.Generator, temperature: float = 1.0) -> list[list[list[int]]]:
+    """``n`` nucleus samples per row (vocabulary ids), for diverse suggestions."""
+    cfg = model.cfg
+    b = len(emb)
+    eos = int(model.out_index[cfg.eos_id])
+    logp, caches = model.start(emb)
+    logp[:, first_banned] = -1e9
+    logp[:, eos] = -1e9
+    caches = reorder(caches, torch.arange(b).repeat_interleave(n))
+    logp = logp.repeat_interleave(n, dim=0)
+    seqs: list[list[int]] = [[] for _ in range(b * n)]
+    alive = torch.ones(b * n, dtype=torch.bool)
+    for t in range(cfg.max_len - 1):
+        probs = torch.softmax(logp / temperature, dim=-1)
+        sp, si = probs.sort(dim=-1, descending=True)
+        keep = sp.cumsum(-1) - sp < top_p
+        sp = sp * keep
+        pick = si.gather(1, torch.multinomial(sp / sp.sum(-1, keepdim=True), 1, generator=generator)).view(-1)
+        for r in range(b * n):
+            if alive[r]:
+                if int(pick[r]) == eos:
+                    alive[r] = False
+                else:
+                    seqs[r].append(int(pick[r]))
+        if not bool(alive.any()) or t + 2 == cfg.max_len:
+            break
+        logp, caches = model.step(pick, t + 1, caches)
+    out_ids = model.out_ids.tolist()
+    return [[[out_ids[k] for k in seqs[i * n + j]] for j in range(n)] for i in range(b)]
+
+
+def token_ids_used(tokenizer, texts, special: list[int]) -> np.ndarray:
+    """Vocabulary ids that occur in ``texts`` (plus ``special``): the decoder's output vocabulary."""
+    seen = set(special)
+    for start in range(0, len(texts), 4096):
+        for enc in tokenizer.encode_batch(list(texts[start:start + 4096]), add_special_tokens=False):
+            seen.update(enc.ids)
+    return np.array(sorted(seen), dtype=np.int64)

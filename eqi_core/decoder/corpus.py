@@ -1,0 +1,191 @@
+"""The natural-language decoder's training text: real query logs plus sentences cut from passages.
+
+Held out, never trained on (so evaluation is honest):
+- a share of the query-log texts, chosen by a hash of the normalised text (the same question in two
+  logs falls on the same side);
+- a share of each collection's passages, chosen by a hash of the collection name and passage id,
+  plus (WordNet) the judged passages of the collection's own held-out queries; no sentence of a
+  held-out passage is cut, and a cut sentence equal to a held-out query is dropped.
+
+The corpus is one Parquet table (text, kind, source, split) written atomically, with a summary.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.decoder.base import words
+from eqi_core.errors import DataError
+from eqi_core.progress import ProgressFn
+
+CORPUS_VERSION = 1
+HELDOUT_QUERY_SHARE = 0.05
+HELDOUT_PASSAGE_SHARE = 0.1
+
+
+def unit_hash(key: str) -> float:
+    """A stable number in [0, 1) for a string (the split decision)."""
+    return int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) / 2**32
+
+
+def normalised(text: str) -> str:
+    return " ".join(words(text))
+
+
+def query_heldout(text: str, share: float = HELDOUT_QUERY_SHARE) -> bool:
+    return unit_hash("query:" + normalised(text)) < share
+
+
+def passage_heldout(collection_key: str, doc_id: str, share: float = HELDOUT_PASSAGE_SHARE) -> bool:
+    return unit_hash(f"passage:{collection_key}:{doc_id}") < share
+
+
+@dataclass
+class CorpusRecipe:
+    query_logs: list[str]  # query-log files (qid<TAB>text)
+    collections: dict[str, str]  # key -> collection spec whose passages are cut into sentences
+    crops_per_passage: dict[str, int] = field(default_factory=dict)  # key -> sentences per passage (default 2)
+    min_words: int = 3
+    max_words: int = 24
+    query_share: float = HELDOUT_QUERY_SHARE
+    passage_share: float = HELDOUT_PASSAGE_SHARE
+    seed: int = 0
+
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s*[\n\r]+\s*")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip(" \t.;") for s in _SENTENCE.split(text) if s.strip(" \t.;")]
+
+
+def crops(text: str, n: int, rng: np.random.Generator, min_words: int, max_words: int) -> list[str]:
+    """Up to ``n`` sentences of a passage (a window of one when it is too long), as written."""
+    out = []
+    for s in sentences(text):
+        toks = s.split()
+        if len(toks) < min_words:
+            continue
+        if len(toks) > max_words:
+            size = int(rng.integers(max(min_words, 6), max_words + 1))
+            start = int(rng.integers(0, len(toks) - size + 1))
+            toks = toks[start:start + size]
+        out.append(" ".join(toks))
+    if len(out) > n:
+        out = [out[i] for i in sorted(rng.choice(len(out), size=n, replace=False))]
+    return out
+
+
+def read_logs(paths: Iterable[str]) -> pd.DataFrame:
+    from eqi_core.loaders.query_log import read_query_log
+
+    frames = []
+    for p in paths:
+        log = read_query_log(p)
+        frames.append(pd.DataFrame({"text": log["text"].str.strip(), "source": Path(p).stem}))
+    if not frames:
+        raise DataError("decoder corpus: no query logs given; expected qid<TAB>text files")
+    out = pd.concat(frames, ignore_index=True)
+    out["key"] = out["text"].map(normalised)
+    return out[out["key"] != ""].drop_duplicates("key").drop(columns="key")
+
+
+def heldout_passages(key: str, collection, share: float) -> set[str]:
+    """Held-out passage ids of one collection (hash rule; WordNet adds its held-out queries' judged
+    passages, which the WordNet decoder's evaluation uses)."""
+    ids = {d for d in collection.passages["doc_id"] if passage_heldout(key, d, share)}
+    if key.startswith("wordnet"):
+        from eqi_core.decoder.train import heldout_split
+
+        for spec in ("wordnet",):  # the default collection's split (eval-decoder -c wordnet)
+            from eqi_core.loaders import load_collection
+
+            ids |= set(heldout_split(load_collection(spec), 0.1)[1])
+    return ids
+
+
+def build_corpus(recipe: CorpusRecipe, out: Path, progress: ProgressFn | None = None) -> dict:
+    """Write the corpus Parquet to ``out`` (atomically); return its summary."""
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import atomic_path
+
+    rng = np.random.default_rng(recipe.seed)
+    logs = read_logs(recipe.query_logs)
+    logs["split"] = np.where([query_heldout(t, recipe.query_share) for t in logs["text"]], "heldout", "train")
+    logs["kind"] = "query"
+    held_query_keys = {normalised(t) for t in logs.loc[logs["split"] == "heldout", "text"]}
+    parts = [logs]
+    summary = {"version": CORPUS_VERSION, "recipe": asdict(recipe), "sources": {}}
+    for i, (key, spec) in enumerate(recipe.collections.items()):
+        coll = load_collection(spec)
+        held = heldout_passages(key, coll, recipe.passage_share)
+        n = recipe.crops_per_passage.get(key, 2)
+        texts = []
+        for did, text in zip(coll.passages["doc_id"], coll.passage_texts()):
+            if did in held:
+                continue
+            texts += [c for c in crops(text, n, rng, recipe.min_words, recipe.max_words)
+                      if normalised(c) not in held_query_keys]
+        parts.append(pd.DataFrame({"text": texts, "source": key, "split": "train", "kind": "passage"}))
+        summary["sources"][key] = {"spec": spec, "passages": len(coll.passages), "heldout_passages": len(held),
+                                   "sentences": len(texts), "fingerprint": coll.fingerprint}
+        if progress:
+            progress(i + 1, len(recipe.collections))
+    table = pd.concat(parts, ignore_index=True)
+    key = table["text"].map(normalised)
+    table = table[~key.duplicated() | (table["split"] == "heldout")].reset_index(drop=True)
+    summary["queries_train"] = int(((table["kind"] == "query") & (table["split"] == "train")).sum())
+    summary["queries_heldout"] = int((table["split"] == "heldout").sum())
+    summary["sentences_train"] = int((table["kind"] == "passage").sum())
+    summary["query_sources"] = logs.groupby("source").size().to_dict()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        table.to_parquet(tmp, compression="zstd", index=False)
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()[:16]
+    summary["digest"] = digest
+    with atomic_path(out.with_suffix(".json")) as tmp:
+        Path(tmp).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def read_corpus(path: Path) -> tuple[pd.DataFrame, dict]:
+    """The corpus table and its summary; a one-line error when it is not one."""
+    path = Path(path)
+    try:
+        table = pd.read_parquet(path)
+    except Exception as exc:  # any unreadable file is the same user error
+        raise DataError(f"{path}: not a decoder corpus Parquet file ({type(exc).__name__})") from None
+    missing = {"text", "kind", "source", "split"} - set(table.columns)
+    if missing:
+        raise DataError(f"{path}: decoder corpus lacks column(s) {', '.join(sorted(missing))}")
+    meta = path.with_suffix(".json")
+    summary = json.loads(meta.read_text()) if meta.is_file() else {}
+    summary.setdefault("digest", hashlib.sha256(path.read_bytes()).hexdigest()[:16])
+    return table, summary
+
+
+def default_recipe(data_root: Path) -> CorpusRecipe:
+    """The shipped decoder's recipe over ``../shared/data``: every query log, WordNet glosses
+    (full), TREC DL 2019 passages, SciFact abstracts and Cranfield."""
+    data_root = Path(data_root)
+    logs = sorted(str(p) for p in (data_root / "query-logs").glob("*.tsv"))
+    if not logs:
+        raise DataError(f"{data_root / 'query-logs'}: no query logs (*.tsv); expected ../shared/data/query-logs")
+    colls = {"wordnet-full": "wordnet:full"}
+    for key, folder in [("trec-dl19-passage", "trec-dl19-passage"), ("scifact", "scifact"), ("cranfield", "cranfield")]:
+        if (data_root / folder).is_dir():
+            colls[key] = f"beir:{data_root / folder}"
+    return CorpusRecipe(query_logs=logs, collections=colls,
+                        crops_per_passage={"wordnet-full": 1, "trec-dl19-passage": 6, "scifact": 8, "cranfield": 6})
+
+
+__all__ = ["CorpusRecipe", "build_corpus", "read_corpus", "default_recipe", "query_heldout", "passage_heldout",
+           "crops", "sentences", "unit_hash"]

@@ -1,0 +1,384 @@
+"""Training and using the natural-language decoder (``bert.BertPrefixDecoder``).
+
+Recipe: the corpus of ``corpus.py`` (real query logs + sentences cut from passages, held-out
+splits never seen), every text encoded once by the encoder, and the decoder trained to regenerate
+the text from its embedding with Gaussian noise around half the points (so points between texts
+decode well). Half of each batch comes from the query logs, so that outputs read like searches.
+
+Resumable exactly like the WordNet decoder: one ``torch.save`` checkpoint (weights, optimiser,
+scheduler, step, losses) in the store's work directory; batches, noise and dropout are seeded by
+the step, so a run killed and restarted continues the same trajectory (bit-for-bit on CPU).
+``device="cuda"`` trains the same recipe on a GPU (bf16 autocast); the card names the device.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, words
+from eqi_core.decoder.bert import ARCH, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
+from eqi_core.decoder.train import load_state, lr_factor, save_state
+from eqi_core.errors import DataError
+from eqi_core.progress import ProgressFn, or_tqdm
+from eqi_core.store import ArtifactStore, atomic_path
+
+NATURAL_VERSION = 1
+WEIGHTS = "decoder.safetensors"
+CARD = "card.json"
+
+
+@dataclass
+class NaturalTraining:
+    steps: int = 20000
+    batch_size: int = 256
+    lr: float = 3e-4
+    warmup: int = 1000
+    weight_decay: float = 0.01
+    noise: float = 0.1  # norm of Gaussian noise added to half the inputs (then re-normalised)
+    query_share: float = 0.5  # of each batch drawn from the query logs
+    seed: int = 0
+    checkpoint_every: int = 500
+    n_layers: int = 6
+    n_prefix: int = 8
+    max_len: int = 32
+    dropout: float = 0.1
+
+    def validate(self) -> None:
+        checks = [(self.steps >= 1, "steps must be >= 1"), (self.batch_size >= 2, "batch_size must be >= 2"),
+                  (0 < self.lr < 1, "lr must be in (0, 1)"), (0 <= self.query_share <= 1, "query_share must be in [0, 1]"),
+                  (self.noise >= 0, "noise must be >= 0"), (1 <= self.n_layers <= 12, "n_layers must be in 1..12"),
+                  (4 <= self.max_len <= 128, "max_len must be in 4..128")]
+        for ok, msg in checks:
+            if not ok:
+                raise DataError(f"decoder training: {msg}")
+
+
+# -- the encoder's side --------------------------------------------------------------------------------
+def encoder_tokenizer(encoder):
+    """The encoder's fast tokenizer without padding/truncation, and a hash of its vocabulary."""
+    from tokenizers import Tokenizer
+
+    try:
+        backend = encoder.model.tokenizer.backend_tokenizer
+    except AttributeError:
+        raise DecoderError(f"encoder {getattr(encoder, 'id', encoder)!r}: a query decoder needs a "
+                           "sentence-transformers encoder with a fast tokenizer") from None
+    tok = Tokenizer.from_str(backend.to_str())
+    tok.no_padding()
+    tok.no_truncation()
+    vocab = tok.get_vocab()
+    sha = hashlib.sha256(json.dumps(sorted(vocab.items())).encode()).hexdigest()[:16]
+    return tok, sha
+
+
+def encoder_state(encoder) -> dict[str, torch.Tensor]:
+    """The encoder transformer's weights (HF names): the warm start and the word embeddings."""
+    return {k: v.detach().float().cpu() for k, v in encoder.model[0].auto_model.state_dict().items()}
+
+
+def specials(tok) -> tuple[int, int, int]:
+    ids = [tok.token_to_id(s) for s in ("[CLS]", "[SEP]", "[PAD]")]
+    if any(i is None for i in ids):
+        raise DecoderError("tokenizer: expected BERT-style [CLS]/[SEP]/[PAD] tokens")
+    return tuple(int(i) for i in ids)  # type: ignore[return-value]
+
+
+def token_matrix(tok, texts: list[str], bos: int, eos: int, pad: int, max_len: int) -> torch.Tensor:
+    """[BOS] ids [EOS] [PAD]... rows (int32); texts longer than max_len tokens are cut."""
+    out = torch.full((len(texts), max_len + 1), pad, dtype=torch.int32)
+    for start in range(0, len(texts), 8192):
+        for i, enc in enumerate(tok.encode_batch(texts[start:start + 8192], add_special_tokens=False)):
+            row = [bos, *enc.ids[: max_len - 1], eos]
+            out[start + i, : len(row)] = torch.tensor(row, dtype=torch.int32)
+    return out
+
+
+def encode_for_training(encoder, texts: list[str], device: str, progress: ProgressFn | None = None) -> np.ndarray:
+    """Unit embeddings of ``texts``: the encoder's own path on CPU, its torch model on a GPU."""
+    if device == "cpu":
+        return encoder.encode(texts, batch_size=64, progress=progress)
+    model = encoder.model.to(device)
+    out = np.empty((len(texts), encoder.dim), dtype=np.float32)
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    for start in range(0, len(texts), 16384):
+        idx = order[start:start + 16384]
+        out[idx] = model.encode([texts[i] for i in idx], batch_size=512, normalize_embeddings=True,
+                                convert_to_numpy=True, show_progress_bar=False)
+        if progress:
+            progress(min(start + 16384, len(texts)), len(texts))
+    model.to("cpu")
+    return out
+
+
+# -- training ---------------------------------------------------------------------------------------
+def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, is_query: np.ndarray,
+               cfg: NaturalTraining, work: Path | None = None, device: str = "cpu", progress: ProgressFn | None = None,
+               stop_after: int | None = None, deadline: float | None = None) -> list[float]:
+    """Train in place (resuming from ``work``); return the loss per step. ``stop_after`` steps or a
+    ``deadline`` (time.time()) end this call early with a checkpoint; rerunning continues."""
+    model.to(device)
+    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(cfg, step))
+    start, losses = load_state(work, model, opt, sched, device) if work else (0, [])
+    x = torch.from_numpy(emb.astype(np.float32)).to(device)
+    tokens = tokens.to(device)
+    lengths = (tokens != model.cfg.pad_id).sum(1)
+    q_idx, p_idx = np.flatnonzero(is_query), np.flatnonzero(~is_query)
+    n_q = int(round(cfg.batch_size * cfg.query_share)) if len(p_idx) else cfg.batch_size
+    n_q = n_q if len(q_idx) else 0
+    report = or_tqdm(progress, "training decoder", "step")
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+    model.train()
+    done_here = 0
+    for step in range(start, cfg.steps):
+        rng = np.random.default_rng([cfg.seed, step])
+        torch.manual_seed(cfg.seed * 1_000_003 + step)
+        idx = np.concatenate([rng.choice(q_idx, n_q) if n_q else np.zeros(0, np.int64),
+                              rng.choice(p_idx, cfg.batch_size - n_q) if cfg.batch_size > n_q else np.zeros(0, np.int64)])
+        idx_t = torch.from_numpy(idx).to(device)
+        e = x[idx_t]
+        if cfg.noise:
+            half = cfg.batch_size // 2
+            noise = torch.from_numpy(rng.standard_normal((half, e.shape[1])).astype(np.float32)).to(device)
+            e = torch.cat([e[:half] + cfg.noise * noise / math.sqrt(e.shape[1]), e[half:]])
+            e = e / e.norm(dim=1, keepdim=True)
+        ids = tokens[idx_t][:, : int(lengths[idx_t].max())].long()
+        with autocast:
+            loss = model.loss(e, ids)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+        done_here += 1
+        last = step + 1 == cfg.steps
+        stop = (stop_after is not None and done_here >= stop_after) or (deadline is not None and time.time() > deadline)
+        if work and ((step + 1) % cfg.checkpoint_every == 0 or last or stop):
+            save_state(work, model, opt, sched, step + 1, losses)
+        report(step + 1, cfg.steps)
+        if stop:
+            break
+    model.eval().to("cpu")
+    return losses
+
+
+def new_model(encoder, tok, sha: str, out_ids: np.ndarray, cfg: NaturalTraining, state: dict | None = None) -> BertPrefixDecoder:
+    """A decoder for ``encoder``, warm-started from its own transformer weights."""
+    state = state if state is not None else encoder_state(encoder)
+    word = state["embeddings.word_embeddings.weight"]
+    bos, eos, pad = specials(tok)
+    layers = sum(1 for k in state if k.endswith("attention.self.query.weight"))
+    hidden = int(state["encoder.layer.0.attention.self.query.weight"].shape[0]) if layers else int(word.shape[1])
+    heads = int(getattr(getattr(encoder.model[0].auto_model, "config", None), "num_attention_heads", 12))
+    d_ff = int(state["encoder.layer.0.intermediate.dense.weight"].shape[0]) if layers else 4 * hidden
+    mcfg = BertDecoderConfig(encoder_id=encoder.id, encoder_dim=int(encoder.dim), vocab_size=int(word.shape[0]),
+                             tokenizer_sha=sha, bos_id=bos, eos_id=eos, pad_id=pad, word_dim=int(word.shape[1]),
+                             n_out=len(out_ids), hidden=hidden, n_layers=cfg.n_layers, n_heads=heads, d_ff=d_ff,
+                             n_prefix=cfg.n_prefix, max_len=cfg.max_len, dropout=cfg.dropout)
+    torch.manual_seed(cfg.seed)
+    model = BertPrefixDecoder(mcfg, word.clone(), torch.from_numpy(out_ids))
+    model.warm_start(state)
+    return model
+
+
+def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: NaturalTraining, device: str = "cpu",
+                  progress: ProgressFn | None = None, stop_after: int | None = None,
+                  deadline: float | None = None, command: str = "") -> NaturalDecoderModel | None:
+    """Train (or resume) the natural decoder on a corpus; return it when finished, None when this
+    call stopped early (checkpoint kept; rerun to continue)."""
+    from eqi_core.decoder.corpus import read_corpus
+
+    cfg.validate()
+    table, summary = read_corpus(corpus_path)
+    train = table[table["split"] == "train"].reset_index(drop=True)
+    if len(train) < cfg.batch_size:
+        raise DataError(f"{corpus_path}: {len(train)} training texts; a decoder needs at least {cfg.batch_size}")
+    texts = train["text"].tolist()
+    tok, sha = encoder_tokenizer(encoder)
+    params = {"corpus": summary["digest"], "encoder": encoder.id, "tokenizer": sha, "training": asdict(cfg),
+              "version": NATURAL_VERSION}
+    found = store.load("natural-decoder", params)
+    if found is not None:
+        return load_natural(found.path, encoder)
+    emb_params = {"corpus": summary["digest"], "encoder": encoder.id, "n": len(texts)}
+    emb_art = store.load("decoder-corpus-embeddings", emb_params)
+    if emb_art is None:
+        def build_emb(tmp: Path) -> dict:
+            np.save(tmp / "emb.npy", encode_for_training(encoder, texts, device, progress and (lambda d, t: progress(d, t))))
+            return {"rows": len(texts), "device": device}
+
+        emb_art = store.get_or_build("decoder-corpus-embeddings", emb_params, build_emb)
+    emb = np.load(emb_art.path / "emb.npy")
+    state = encoder_state(encoder)
+    bos, eos, pad = specials(tok)
+    out_ids = token_ids_used(tok, texts, [eos])
+    model = new_model(encoder, tok, sha, out_ids, cfg, state)
+    tokens = token_matrix(tok, texts, bos, eos, pad, cfg.max_len)
+    is_query = (train["kind"] == "query").to_numpy()
+    work = store.work_dir("natural-decoder", params)
+    started = time.time()
+    losses = train_loop(model, emb, tokens, is_query, cfg, work, device, progress, stop_after, deadline)
+    elapsed = time.time() - started
+    log = work / "timing.json"
+    timing = json.loads(log.read_text()) if log.is_file() else {"calls": []}
+    timing["calls"].append({"device": device_name(device), "steps": len(losses), "seconds": round(elapsed, 1)})
+    with atomic_path(log) as tmp:
+        Path(tmp).write_text(json.dumps(timing))
+    if len(losses) < cfg.steps:
+        return None
+
+    def build(tmp: Path) -> dict:
+        card = {"arch": ARCH, "encoder": encoder.id, "corpus": summary, "training": asdict(cfg),
+                "trainable_parameters": sum(p.numel() for p in model.parameters()),
+                "output_vocabulary": len(out_ids), "warm_start": f"{encoder.id} transformer layers 0-{cfg.n_layers - 1}",
+                "loss_first_100": float(np.mean(losses[:100])), "loss_last_500": float(np.mean(losses[-500:])),
+                "trained_on": timing["calls"], "train_seconds": round(sum(c["seconds"] for c in timing["calls"]), 1),
+                "command": command}
+        save_natural(model, tmp, card)
+        return {"steps": cfg.steps}
+
+    art = store.get_or_build("natural-decoder", params, build)
+    store.clear_work_dir("natural-decoder", params)
+    return load_natural(art.path, encoder)
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (cuda, bf16 autocast)"
+    return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+
+
+# -- checkpoints ---------------------------------------------------------------------------------------
+def save_natural(model: BertPrefixDecoder, folder: Path, card: dict, half: bool = True) -> None:
+    """Weights as safetensors (fp16: the shipped file stays small; ``out_ids`` kept exact), card as JSON."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: (v.half() if half and v.is_floating_point() else v).contiguous().cpu() for k, v in model.state_dict().items()}
+    with atomic_path(folder / WEIGHTS) as tmp:
+        save_file(state, str(tmp))
+    with atomic_path(folder / CARD) as tmp:
+        Path(tmp).write_text(json.dumps({"format": 2, **card, "config": asdict(model.cfg)}, indent=1, default=str))
+
+
+class NaturalDecoderModel:
+    """A trained natural decoder with its tokenizer: implements QueryDecoder (the model alone, no
+    encoder in the loop). ``decode`` returns beam hypotheses; ``sample`` nucleus samples."""
+
+    name = "decoder"
+    label = "natural-language decoder"
+
+    def __init__(self, model: BertPrefixDecoder, tok, card: dict | None = None, beam: int = 8):
+        self.model = model.eval()
+        self.tok = tok
+        self.card = card or {}
+        self.beam = beam
+        self.encoder_id = model.cfg.encoder_id
+        vocab = tok.get_vocab()
+        out = model.out_ids.tolist()
+        stop = _stopwords()
+        self.first_banned = torch.tensor([j for j, i in enumerate(out) if (tok.id_to_token(i) or "").startswith("##")],
+                                         dtype=torch.long)
+        no_repeat = torch.zeros(len(out), dtype=torch.bool)
+        for j, i in enumerate(out):
+            t = tok.id_to_token(i) or ""
+            no_repeat[j] = t.isalpha() and len(t) > 2 and t not in stop and not t.startswith("##")
+        self.no_repeat = no_repeat
+        self._vocab_size = len(vocab)
+
+    def text(self, ids: list[int]) -> str:
+        return self.tok.decode(ids, skip_special_tokens=True)
+
+    def decode(self, embeddings: np.ndarray, n: int = 5, beam: int | None = None) -> list[list[Candidate]]:
+        x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
+        width = max(n, beam or self.beam, 2)
+        out = []
+        for start in range(0, len(x), 32):
+            for hyps in beam_search(self.model, x[start:start + 32], width, self.first_banned, self.no_repeat):
+                out.append(dedupe([Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps], n))
+        return out
+
+    def first_tokens(self, embedding: np.ndarray, k: int = 20) -> list[str]:
+        """The k most likely whole-word first tokens for a point (the word-edit baseline's pool)."""
+        x = torch.from_numpy(as_matrix(embedding, self.model.cfg.encoder_dim))[:1]
+        with torch.no_grad():
+            logp = self.model.start(x)[0][0]
+            logp[self.first_banned] = -1e9
+            logp[int(self.model.out_index[self.model.cfg.eos_id])] = -1e9
+        return [self.tok.id_to_token(int(self.model.out_ids[i])) or "" for i in logp.topk(k).indices.tolist()]
+
+    def sample(self, embedding: np.ndarray, n: int = 10, top_p: float = 0.9, seed: int = 0,
+               temperature: float = 1.0) -> list[str]:
+        x = torch.from_numpy(as_matrix(embedding, self.model.cfg.encoder_dim))[:1]
+        gen = torch.Generator().manual_seed(seed)
+        return [self.text(ids) for ids in sample(self.model, x, n, top_p, self.first_banned, gen, temperature)[0]]
+
+
+def _stopwords() -> frozenset[str]:
+    try:
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+        return frozenset(STOPWORDS_EN_PLUS)
+    except ImportError:  # the training machine may lack bm25s; decoding here always has it
+        return frozenset()
+
+
+def read_natural_card(folder: Path) -> dict:
+    path = Path(folder) / CARD
+    try:
+        card = json.loads(path.read_text())
+        BertDecoderConfig(**card["config"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise DecoderError(f"{path}: not a natural decoder card ({type(exc).__name__}: {exc})") from None
+    return card
+
+
+def load_natural(folder: Path, encoder, beam: int = 8) -> NaturalDecoderModel:
+    """A natural decoder checkpoint for ``encoder``; refused with one line for another encoder."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    card = read_natural_card(folder)
+    cfg = BertDecoderConfig(**card["config"])
+    tok, sha = encoder_tokenizer(encoder)
+    word = encoder_state(encoder)["embeddings.word_embeddings.weight"]
+    problems = []
+    if cfg.encoder_dim != int(encoder.dim):
+        problems.append(f"dimension {cfg.encoder_dim}, not {encoder.dim}")
+    if cfg.tokenizer_sha != sha or cfg.vocab_size != len(word):
+        problems.append(f"tokenizer {cfg.tokenizer_sha} ({cfg.vocab_size} tokens), not {sha} ({len(word)})")
+    if cfg.word_dim != word.shape[1]:
+        problems.append(f"word embeddings of width {cfg.word_dim}, not {word.shape[1]}")
+    if problems:
+        raise DecoderError(f"{folder}: this decoder was trained for encoder {cfg.encoder_id!r}; "
+                           f"{encoder.id!r} differs: {'; '.join(problems)}")
+    try:
+        state = {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(folder / WEIGHTS)).items()}
+        model = BertPrefixDecoder(cfg, word, state["out_ids"])
+        model.load_state_dict(state)
+    except (OSError, RuntimeError, ValueError, KeyError) as exc:
+        raise DecoderError(f"{folder / WEIGHTS}: unreadable or incomplete decoder weights ({str(exc).splitlines()[0]})") from None
+    return NaturalDecoderModel(model, tok, {**card, "_folder": str(folder)}, beam)
+
+
+def is_natural_card(folder: Path) -> bool:
+    try:
+        return json.loads((Path(folder) / CARD).read_text()).get("config", {}).get("arch") == ARCH
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
+
+
+__all__ = ["NaturalTraining", "train_natural", "load_natural", "NaturalDecoderModel", "save_natural", "words"]

@@ -1,0 +1,259 @@
+"""Honest evaluation of a decoder on natural language (``eqi eval-decoder --natural``).
+
+- Round trip on held-out natural queries (the corpus's held-out split, never trained on).
+- Passage -> query on held-out passages of real collections (TREC DL 2019, SciFact): decode the
+  passage's embedding, rank all the collection's passages for the decoded query; ties count
+  against the target.
+- Methods in three groups: the decoder alone (no encoder in the loop); encoder in the loop
+  (decoder + re-ranking of whole hypotheses; word-edit search and the passage's k words with the
+  highest encoder cosine as search baselines); no encoder (the nearest logged query of the
+  training log; the passage's first 3 content words).
+- Pools never hold the answer: the nearest-query pool is the training log (held-out queries are
+  not in it), word-edit search's passage pool excludes held-out passages, and every pool drops
+  texts within cosine 0.98 of the target (the target itself and its duplicates).
+- Fluency: the share of output words that are not real words (not in the vocabulary of the
+  training queries, passages and WordNet lemmas), the share of outputs repeating a content word,
+  and the mean length beside the references'.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.decoder.base import words
+from eqi_core.decoder.evaluate import PAPER, token_f1
+from eqi_core.decoder.nearest import NearestQueryDecoder
+from eqi_core.progress import ProgressFn
+
+GROUPS = {"decoder": "decoder alone", "WordNet lemma decoder": "decoder alone",
+          "decoder+rerank": "encoder in the loop", "word-edit search": "encoder in the loop (search baseline)",
+          "top-3 cosine words": "encoder in the loop (copy baseline)", "top-5 cosine words": "encoder in the loop (copy baseline)",
+          "nearest logged query": "no encoder (lookup baseline)", "first 3 content words": "no encoder (copy baseline)"}
+
+
+@lru_cache(maxsize=1)
+def _stop() -> frozenset[str]:
+    from eqi_core.decoder.train import stopwords
+
+    return stopwords()
+
+
+def content_words(text: str) -> list[str]:
+    stop = _stop()
+    return [w for w in words(text) if w not in stop and len(w) > 1 and not w.isdigit()]
+
+
+def first_content_words(text: str, k: int = 3) -> str:
+    """Copy baseline: the passage's first k content words, in order."""
+    return " ".join(list(dict.fromkeys(content_words(text)))[:k])
+
+
+def top_cosine_words(text: str, target: np.ndarray, encoder, k: int) -> str:
+    """Copy baseline with the encoder: the passage's k words whose own embedding is closest to it."""
+    pool = list(dict.fromkeys(content_words(text)))
+    if not pool:
+        return ""
+    cos = encoder.encode(pool, batch_size=256) @ target
+    return " ".join(pool[i] for i in np.argsort(-cos, kind="stable")[:k])
+
+
+def lexicon_of(texts, extra=()) -> frozenset[str]:
+    """Real words: every word of the given texts plus ``extra`` (WordNet lemmas)."""
+    vocab: set[str] = set(extra)
+    for t in texts:
+        vocab.update(words(t))
+    return frozenset(vocab)
+
+
+def real_words(table: pd.DataFrame, data_root) -> frozenset[str]:
+    """The evaluation's vocabulary: the training queries, every passage of the corpus's collections
+    (held-out ones included: their words are real words) and WordNet's lemmas."""
+    from pathlib import Path
+
+    from eqi_core.decoder.corpus import default_recipe
+    from eqi_core.loaders import load_collection
+
+    texts = list(table.loc[table["split"] == "train", "text"])
+    for spec in default_recipe(Path(data_root)).collections.values():
+        texts += load_collection(spec).passage_texts()
+    return lexicon_of(texts, wordnet_words())
+
+
+def wordnet_words() -> set[str]:
+    """Every word of every WordNet lemma (index.sense, read as the WordNet collection reads it)."""
+    from eqi_core.loaders.wordnet import find_wordnet_dir, read_senses
+
+    out: set[str] = set()
+    for lemma in read_senses(find_wordnet_dir())["lemma"].unique():
+        out.update(words(str(lemma).replace("_", " ")))
+    return out
+
+
+def fluency(texts: list[str], lexicon: frozenset[str]) -> dict:
+    """Non-word share (of all output words), share of outputs repeating a content word, mean words."""
+    all_words = [w for t in texts for w in words(t)]
+    nonword = sum(1 for w in all_words if w not in lexicon and not w.isdigit())
+    repeat = sum(1 for t in texts if any(c > 1 for c in Counter(content_words(t)).values()))
+    return {"nonword": nonword / max(1, len(all_words)), "repeat": repeat / max(1, len(texts)),
+            "words": float(np.mean([len(words(t)) for t in texts])) if texts else 0.0}
+
+
+def _decode_all(decoder, emb: np.ndarray, progress: ProgressFn | None, one_at_a_time: bool) -> list[str]:
+    if not one_at_a_time:
+        return [c[0].text if c else "" for c in decoder.decode(emb, n=1)]
+    out = []
+    for i, e in enumerate(emb):
+        out.append(decoder.decode(e[None], n=1)[0][0].text)
+        if progress:
+            progress(i + 1, len(emb))
+    return out
+
+
+def round_trip_natural(model, rerank, nearest: NearestQueryDecoder, encoder, texts: list[str],
+                       progress_factory=None, rerank_n: int | None = None) -> pd.DataFrame:
+    """decode(enc(q)) against q for held-out natural queries: token F1 and cosine."""
+    bar = progress_factory or (lambda label: None)
+    emb = encoder.encode(texts, batch_size=256)
+    rows = []
+    for name, dec, slow in [("decoder", model, False), ("decoder+rerank", rerank, True), ("nearest logged query", nearest, False)]:
+        n = len(texts) if not slow or rerank_n is None else min(rerank_n, len(texts))
+        decoded = _decode_all(dec, emb[:n], bar(f"round trip ({name})"), slow)
+        cos = np.einsum("ij,ij->i", emb[:n], encoder.encode(decoded, batch_size=256))
+        rows += [{"method": name, "reference": t, "decoded": d, "token_f1": token_f1(t, d), "cosine": float(c)}
+                 for t, d, c in zip(texts[:n], decoded, cos)]
+    return pd.DataFrame(rows)
+
+
+def passage_to_query_natural(space, doc_ids: list[str], nearest: NearestQueryDecoder, progress_factory=None,
+                             slow_n: int | None = None) -> pd.DataFrame:
+    """Decode each held-out passage's embedding; its exact rank (ties against it) for the decoded query."""
+    bar = progress_factory or (lambda label: None)
+    idx = np.array([space.passage_index(d) for d in doc_ids])
+    emb = space.ranker.doc_embeddings[idx]
+    texts = space.collection.passage_texts()
+    ptexts = [texts[i] for i in idx]
+    methods = [("decoder", space.decoder("decoder"), False), ("decoder+rerank", space.decoder("decoder+rerank"), True),
+               ("word-edit search", space.decoder("word-edit search"), True), ("nearest logged query", nearest, False)]
+    rows = []
+    for name, dec, slow in methods:
+        n = len(idx) if not slow or slow_n is None else min(slow_n, len(idx))
+        decoded = _decode_all(dec, emb[:n], bar(f"passage to query ({name})"), slow)
+        rows += _ranked(space, name, doc_ids[:n], idx[:n], decoded)
+    copies = {"first 3 content words": [first_content_words(t) for t in ptexts],
+              "top-3 cosine words": [top_cosine_words(t, e, space.encoder, 3) for t, e in zip(ptexts, emb)],
+              "top-5 cosine words": [top_cosine_words(t, e, space.encoder, 5) for t, e in zip(ptexts, emb)]}
+    for name, decoded in copies.items():
+        rows += _ranked(space, name, doc_ids, idx, decoded)
+    return pd.DataFrame(rows)
+
+
+def _ranked(space, name, doc_ids, idx, decoded) -> list[dict]:
+    ranks = space.ranks(space.encode([d or "?" for d in decoded]), idx) if len(idx) else []
+    return [{"method": name, "doc_id": d, "decoded": t, "rank": int(r)} for d, t, r in zip(doc_ids, decoded, ranks)]
+
+
+def summary_table(rt: pd.DataFrame | None, p2q: dict[str, pd.DataFrame], lexicon: frozenset[str]) -> pd.DataFrame:
+    """One row per method: round trip (F1, cosine), top-k per collection, fluency of its outputs."""
+    methods = list(dict.fromkeys([*(rt["method"] if rt is not None else []), *[m for f in p2q.values() for m in f["method"]]]))
+    rows = []
+    for m in methods:
+        row = {"method": m, "group": GROUPS.get(m, "")}
+        outputs: list[str] = []
+        if rt is not None and (rt["method"] == m).any():
+            part = rt[rt["method"] == m]
+            row |= {"round_trip_f1": part["token_f1"].mean(), "round_trip_cos": part["cosine"].mean(), "n_queries": len(part)}
+            outputs += part["decoded"].tolist()
+        for coll, frame in p2q.items():
+            part = frame[frame["method"] == m]
+            if len(part):
+                for k in (1, 3, 5):
+                    row[f"{coll} top{k}"] = float((part["rank"] <= k).mean())
+                row[f"{coll} n"] = len(part)
+                outputs += part["decoded"].tolist()
+        row |= fluency(outputs, lexicon)
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("method")
+    paper = {"group": "paper (GTR-base + T5, MS MARCO)", "round_trip_f1": PAPER["token_f1"], "round_trip_cos": PAPER["cosine"]}
+    for coll in p2q:
+        paper |= {f"{coll} top1": PAPER["top1"], f"{coll} top3": PAPER["top3"], f"{coll} top5": PAPER["top5"]}
+    return pd.concat([table, pd.DataFrame([paper], index=["paper"])])
+
+
+__all__ = ["round_trip_natural", "passage_to_query_natural", "summary_table", "fluency", "lexicon_of",
+           "first_content_words", "top_cosine_words", "wordnet_words"]
+
+
+def corpus_for(store, data_root) -> tuple[pd.DataFrame, dict]:
+    """The natural corpus of ``data_root`` (``../shared/data``), built once into the store."""
+    from eqi_core.decoder.corpus import read_corpus
+
+    return read_corpus(corpus_path_for(store, data_root))
+
+
+def corpus_path_for(store, data_root):
+    """Path of the natural corpus of ``data_root`` in the store (built on first use)."""
+    from pathlib import Path
+
+    from eqi_core.decoder.corpus import CORPUS_VERSION, build_corpus, default_recipe
+
+    recipe = default_recipe(Path(data_root))
+    sig = {"recipe": repr(recipe), "version": CORPUS_VERSION,
+           "sizes": {p: Path(p).stat().st_size for p in recipe.query_logs}}
+    def build(tmp: Path) -> dict:
+        made = build_corpus(recipe, tmp / "corpus.parquet")
+        return {"digest": made["digest"], "queries_train": made["queries_train"]}
+
+    art = store.get_or_build("decoder-corpus", sig, build)
+    return art.path / "corpus.parquet"
+
+
+def evaluate_natural(store, data_root, decoder_path=None, n_queries: int = 300, n_passages: int = 200,
+                     slow_n: int = 100, seed: int = 0, progress_factory=None, corpus_path=None) -> dict:
+    """Round trip on held-out natural queries and passage -> query on held-out DL19 and SciFact
+    passages, every method of ``GROUPS``; returns the per-item frames and the summary."""
+    from pathlib import Path
+
+    from eqi_core.decoder.corpus import passage_heldout, read_corpus
+    from eqi_core.decoder.rerank import RerankDecoder
+    from eqi_core.decoder.space import open_space
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import load_encoder
+    from eqi_core.rankers.dense import encode_texts
+
+    table, summary = read_corpus(Path(corpus_path)) if corpus_path else corpus_for(store, data_root)
+    encoder = load_encoder("minilm-l6")
+    train_log = table[(table["split"] == "train") & (table["kind"] == "query")]["text"].tolist()
+    log_emb = encode_texts(encoder, train_log, store, {"field": "natural-training-log", "corpus": summary["digest"]})
+    nearest = NearestQueryDecoder(train_log, log_emb, encoder.id, name="nearest logged query")
+    lexicon = real_words(table, data_root)
+    rng = np.random.default_rng(seed)
+    held = table[table["split"] == "heldout"]["text"].tolist()
+    refs = [held[i] for i in rng.permutation(len(held))[:n_queries]]
+    p2q, spaces, model = {}, {}, None
+    for key, folder in [("trec-dl19-passage", "trec-dl19-passage"), ("scifact", "scifact")]:
+        path = Path(data_root) / folder
+        if not path.is_dir():
+            continue
+        coll = load_collection(f"beir:{path}")
+        held_docs = sorted(d for d in coll.passages["doc_id"] if passage_heldout(key, d))
+        space = open_space(coll, store, "minilm-l6", decoder_path, exclude_doc_ids=held_docs)
+        model = space.model
+        docs = [held_docs[i] for i in rng.permutation(len(held_docs))[:n_passages]]
+        p2q[key] = passage_to_query_natural(space, docs, nearest, progress_factory, slow_n)
+        spaces[key] = space
+    if model is None:
+        from eqi_core.decoder import load_decoder
+
+        model = load_decoder(decoder_path)
+    rerank = RerankDecoder(model, encoder)
+    rt = round_trip_natural(model, rerank, nearest, encoder, refs, progress_factory, slow_n)
+    out = summary_table(rt, p2q, lexicon)
+    ref_fluency = fluency(refs, lexicon)
+    return {"summary": out, "round_trip": rt, "passage_to_query": p2q, "reference_fluency": ref_fluency,
+            "settings": {"rerank": rerank.settings(), "beam": getattr(model, "beam", 8), "n_queries": len(refs),
+                         "n_passages": {k: int(f["doc_id"].nunique()) for k, f in p2q.items()}, "slow_n": slow_n,
+                         "seed": seed, "corpus": summary.get("digest"), "lexicon_words": len(lexicon),
+                         "decoder": model.card.get("_folder")}}

@@ -1,0 +1,212 @@
+"""The natural-language decoder's parts on tiny models: warm start, the key/value cache, beam search
+constraints, exact resumption, the corpus's held-out splits, the evaluation's baselines and fluency
+counts (hand-computed), and one-line errors for bad checkpoints and bad decode input."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from eqi_core.decoder.base import DecoderError
+from eqi_core.decoder.bert import BertDecoderConfig, BertPrefixDecoder, beam_search
+from eqi_core.decoder.corpus import CorpusRecipe, build_corpus, crops, passage_heldout, query_heldout, read_corpus
+from eqi_core.decoder.natural import NaturalTraining, train_loop
+from eqi_core.decoder.natural_eval import first_content_words, fluency, lexicon_of, top_cosine_words
+from eqi_core.errors import DataError
+from tests.conftest import TINY_BEIR
+
+VOCAB, HIDDEN = 40, 32
+
+
+def bert_state(layers=2, hidden=HIDDEN, d_ff=64, vocab=VOCAB, seed=0) -> dict:
+    """A random BERT encoder state dict under Hugging Face's names (what warm_start reads)."""
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *shape: torch.randn(*shape, generator=g) * 0.1
+    state = {"embeddings.word_embeddings.weight": r(vocab, hidden), "embeddings.position_embeddings.weight": r(64, hidden),
+             "embeddings.token_type_embeddings.weight": r(2, hidden), "embeddings.LayerNorm.weight": 1 + r(hidden),
+             "embeddings.LayerNorm.bias": r(hidden)}
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for name, shape in [("attention.self.query", (hidden, hidden)), ("attention.self.key", (hidden, hidden)),
+                            ("attention.self.value", (hidden, hidden)), ("attention.output.dense", (hidden, hidden)),
+                            ("intermediate.dense", (d_ff, hidden)), ("output.dense", (hidden, d_ff))]:
+            state[p + name + ".weight"], state[p + name + ".bias"] = r(*shape), r(shape[0])
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            state[p + name + ".weight"], state[p + name + ".bias"] = 1 + r(hidden), r(hidden)
+    return state
+
+
+def tiny_model(seed=0, dropout=0.0) -> BertPrefixDecoder:
+    state = bert_state(seed=seed)
+    cfg = BertDecoderConfig(encoder_id="tiny", encoder_dim=16, vocab_size=VOCAB, tokenizer_sha="x", bos_id=1, eos_id=2,
+                            pad_id=0, word_dim=HIDDEN, n_out=VOCAB - 3, hidden=HIDDEN, n_layers=2, n_heads=4, d_ff=64,
+                            n_prefix=2, max_len=8, dropout=dropout)
+    torch.manual_seed(seed)
+    model = BertPrefixDecoder(cfg, state["embeddings.word_embeddings.weight"], torch.arange(2, VOCAB))  # EOS + words
+    assert model.warm_start(state) == 2 * 16 + 2 + 2  # every layer tensor, embedding norm, positions, token type
+    return model.eval()
+
+
+def test_warm_start_copies_the_encoder_layers():
+    model = tiny_model()
+    state = bert_state()
+    torch.testing.assert_close(model.blocks[1].inter.weight, state["encoder.layer.1.intermediate.dense.weight"])
+    torch.testing.assert_close(model.pos.weight[:5], state["embeddings.position_embeddings.weight"][:5])
+    torch.testing.assert_close(model.token_type, state["embeddings.token_type_embeddings.weight"][0])
+
+
+def test_cached_decoding_equals_a_full_forward():
+    model = tiny_model()
+    emb = torch.nn.functional.normalize(torch.randn(3, 16), dim=1)
+    seq = torch.tensor([[1, 5, 9, 7], [1, 3, 3, 4], [1, 8, 6, 5]])
+    full = torch.log_softmax(model.logits(model.hidden(emb, seq)), dim=-1)
+    logp, caches = model.start(emb)
+    torch.testing.assert_close(logp, full[:, 0], atol=1e-5, rtol=1e-5)
+    for t in range(1, seq.shape[1]):
+        logp, caches = model.step(model.out_index[seq[:, t]], t, caches)
+        torch.testing.assert_close(logp, full[:, t], atol=1e-5, rtol=1e-5)
+
+
+def test_beam_of_one_is_greedy_and_no_repeat_is_kept():
+    model = tiny_model(seed=3)
+    emb = torch.nn.functional.normalize(torch.randn(2, 16), dim=1)
+    none = torch.zeros(len(model.out_ids), dtype=torch.bool)
+    got = beam_search(model, emb, 1, torch.zeros(0, dtype=torch.long), none)
+    for row in range(2):  # greedy by full recomputation
+        seq = [1]
+        for _ in range(model.cfg.max_len - 1):
+            logits = model.logits(model.hidden(emb[row:row + 1], torch.tensor([seq])))[0, -1]
+            if len(seq) == 1:
+                logits[model.out_index[2]] = -1e9  # the end is never first
+            tok = int(model.out_ids[int(logits.argmax())])
+            if tok == 2:
+                break
+            seq.append(tok)
+        assert got[row][0][0] == seq[1:]
+    every = torch.ones(len(model.out_ids), dtype=torch.bool)
+    every[model.out_index[2]] = False
+    for hyps in beam_search(model, emb, 4, torch.zeros(0, dtype=torch.long), every):
+        for ids, _ in hyps:
+            assert len(ids) == len(set(ids))  # each no-repeat token at most once
+
+
+def test_training_resumes_bit_for_bit(tmp_path):
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((40, 16)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    tokens = torch.zeros((40, 9), dtype=torch.int32)
+    for i in range(40):
+        n = 2 + i % 5
+        tokens[i, 0], tokens[i, 1:n + 1], tokens[i, n + 1] = 1, torch.from_numpy(rng.integers(3, VOCAB, n)), 2
+    is_query = np.arange(40) % 2 == 0
+    cfg = NaturalTraining(steps=6, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-3)
+    straight = tiny_model(dropout=0.1)
+    train_loop(straight, emb, tokens, is_query, cfg)
+    resumed = tiny_model(dropout=0.1)
+    train_loop(resumed, emb, tokens, is_query, cfg, tmp_path, stop_after=3)
+    assert (tmp_path / "state.pt").is_file()
+    again = tiny_model(dropout=0.1)
+    losses = train_loop(again, emb, tokens, is_query, cfg, tmp_path)
+    assert len(losses) == 6
+    for (name, a), b in zip(straight.state_dict().items(), again.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_held_out_splits_are_by_text_and_id():
+    assert query_heldout("What is a Bank?") == query_heldout("what is a bank")  # by normalised text
+    shares = np.mean([query_heldout(f"query number {i}") for i in range(4000)])
+    assert 0.03 < shares < 0.07
+    assert np.mean([passage_heldout("c", str(i)) for i in range(4000)]) == pytest.approx(0.1, abs=0.02)
+
+
+def test_crops_are_sentences_within_bounds():
+    rng = np.random.default_rng(0)
+    text = "Tiny. The river bank is a sloping land. " + " ".join(f"w{i}" for i in range(40)) + ". Done here now"
+    out = crops(text, 5, rng, 3, 10)
+    assert "The river bank is a sloping land" in out and "Done here now" in out
+    assert all(3 <= len(c.split()) <= 10 for c in out) and "Tiny" not in out
+
+
+def test_corpus_never_trains_on_held_out_items(tmp_path):
+    log = tmp_path / "log.tsv"
+    lines = [f"q{i}\twhat is thing number {i}" for i in range(300)] + ["d1\twhat is thing number 1"]
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "c.parquet"
+    summary = build_corpus(CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 5}, passage_share=0.5), out)
+    table, meta = read_corpus(out)
+    assert meta["digest"] == summary["digest"] and json.loads(out.with_suffix(".json").read_text())["queries_train"] > 0
+    train_q = set(table[(table["split"] == "train") & (table["kind"] == "query")]["text"])
+    held = set(table[table["split"] == "heldout"]["text"])
+    assert held and not train_q & held and len(train_q) + len(held) == 300  # the duplicate line counted once
+    from eqi_core.loaders import load_collection
+
+    coll = load_collection(f"beir:{TINY_BEIR}")
+    texts = dict(zip(coll.passages["doc_id"], coll.passage_texts()))
+    held_docs = [d for d in texts if passage_heldout("tiny", d, 0.5)]
+    sentences = table[table["kind"] == "passage"]["text"]
+    assert held_docs and not any(s in texts[d] for s in sentences for d in held_docs if len(s.split()) > 3 and
+                                 not any(s in texts[o] for o in texts if o not in held_docs))
+    with pytest.raises(DataError, match="not a decoder corpus"):
+        read_corpus(log)
+
+
+def test_copy_baselines_and_fluency_hand_cases():
+    assert first_content_words("The bank of the river is a sloping land") == "bank river sloping"
+
+    class Words:  # an 'encoder' whose embedding of a word is one-hot on its length
+        def encode(self, texts, batch_size=0):
+            out = np.zeros((len(texts), 8), dtype=np.float32)
+            for i, t in enumerate(texts):
+                out[i, min(len(t), 7)] = 1
+            return out
+
+    target = np.zeros(8, dtype=np.float32)
+    target[5], target[4] = 1.0, 0.5
+    assert top_cosine_words("river bank sloping land", target, Words(), 2) == "river bank"  # 5 letters, then the first 4
+    lex = lexicon_of(["what is a river bank"])
+    f = fluency(["what is a rivver", "bank bank river", "2021 river"], lex)
+    assert f["nonword"] == pytest.approx(1 / 9)  # 'rivver'; numbers are not counted as non-words
+    assert f["repeat"] == pytest.approx(1 / 3) and f["words"] == pytest.approx(3.0)
+
+
+def test_natural_checkpoint_for_another_encoder_is_refused(tmp_path):
+    from eqi_core.decoder.natural import load_natural, save_natural
+    from eqi_core.rankers import load_encoder
+
+    model = tiny_model()
+    save_natural(model, tmp_path, {"arch": "bert-prefix"})
+    with pytest.raises(DecoderError, match=r"trained for encoder 'tiny'.*dimension 16, not 384") as err:
+        load_natural(tmp_path, load_encoder("minilm-l6"))
+    assert "\n" not in str(err.value)
+    (tmp_path / "card.json").write_text("{}")
+    with pytest.raises(DecoderError, match="not a natural decoder card"):
+        load_natural(tmp_path, load_encoder("minilm-l6"))
+
+
+@pytest.mark.parametrize("content,args,message", [
+    (b"", ["--output", "OUT"], "no text in the file"),
+    (b"\x00\x01binary", ["--output", "OUT"], "not a text file"),
+    (b"\xff\xfe caf\xe9", ["--output", "OUT"], "not UTF-8 text"),
+    (b"a passage\n", [], "also give --output"),
+])
+def test_decode_file_bad_input_is_one_line(tmp_path, content, args, message):
+    from eqi_core.cli import app
+
+    src = tmp_path / "in.txt"
+    src.write_bytes(content)
+    args = [a.replace("OUT", str(tmp_path / "out.jsonl")) for a in args]
+    result = CliRunner().invoke(app, ["decode", "--input", str(src), *args])
+    assert isinstance(result.exception, DataError) and message in str(result.exception)
+    assert "\n" not in str(result.exception)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_traversal_never_counts_the_original_query():
+    from eqi_core.decoder.traversal import Traversal
+
+    steps = pd.DataFrame({"step": [0, 1, 2], "decoded": ["river bank", "bank of river", "sloping land"],
+                          "source": "decoded", "original": [True, False, False], "target_rank": [1, 4, 1]})
+    trav = Traversal("river bank", None, "d1", "linear", "decoder", steps, *(np.zeros((3, 2)),) * 2, np.zeros(2), np.zeros(2))
+    assert trav.first_top1()["step"] == 2 and trav.best()["step"] == 2
