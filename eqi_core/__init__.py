@@ -23,6 +23,7 @@ _EXPORTS = {
     "Run": "eqi_core.runs",
     "RANKERS": "eqi_core.rankers",
     "build_ranker": "eqi_core.rankers",
+    "load_encoder": "eqi_core.rankers",
     "run_all_queries": "eqi_core.rankers",
     "ExposureMap": "eqi_core.exposure.exact",
     "compute_exposure_map": "eqi_core.exposure.distributed",

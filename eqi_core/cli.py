@@ -449,10 +449,7 @@ def eval_generative_cmd(
 def _shared_data() -> Path:
     """``../shared/data`` beside the checkout (or EQI_SHARED_DATA): the natural decoder's corpus."""
     env = os.environ.get("EQI_SHARED_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not path.is_dir():
-        path = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return path
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEIR collections (default ../shared/data)")
@@ -566,6 +563,8 @@ def eval_decoder_cmd(
     natural: bool = typer.Option(False, "--natural", help="natural language: round trip on held-out query-log questions, "
                                  "passage -> query on held-out DL19 and SciFact passages, with copy/lookup baselines and fluency"),
     slow: int = typer.Option(100, "--slow", min=1, help="natural: items for the encoder-in-the-loop methods (about 1 s each)"),
+    only: str | None = typer.Option(None, "--only", help="natural: re-evaluate these methods (comma-separated) on the same "
+                                    "seeded samples; with --write-card their rows replace the card's"),
     data: Path | None = DataRootOpt,
 ) -> None:
     """Decoder evaluation on held-out data: paper Tables 1, 2, 6/7 and Figure 3; with --natural, the natural-language
@@ -574,7 +573,7 @@ def eval_decoder_cmd(
     from eqi_core.decoder.traversal import MODES
 
     if natural:
-        _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data)
+        _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data, only)
         return
 
     if mode not in MODES:
@@ -616,11 +615,14 @@ def _write_card_metrics(folder: Path, key: str, metrics: dict) -> None:
     typer.echo(f"metrics written to {card_path}")
 
 
-def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data) -> None:
-    from eqi_core.decoder.natural_eval import evaluate_natural
+def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data, only=None) -> None:
+    from eqi_core.decoder.natural_eval import GROUPS, evaluate_natural
 
+    methods = {m.strip() for m in only.split(",")} if only else None
+    if methods and methods - set(GROUPS):
+        raise DataError(f"--only {only}: expected some of {', '.join(GROUPS)}")
     res = evaluate_natural(_store(), data or _shared_data(), decoder, queries, passages, slow, seed,
-                           lambda label: tqdm_progress(label, "item"))
+                           lambda label: tqdm_progress(label, "item"), only=methods)
     fmt = lambda v: f"{v:.3f}"
     typer.echo(f"decoder {res['settings']['decoder']}; settings {json.dumps(res['settings']['rerank'])}")
     typer.echo(res["summary"].to_string(float_format=fmt))
@@ -635,6 +637,12 @@ def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card
         res["summary"].to_csv(output_dir / "summary.csv")
         atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
     if write_card:
+        if methods:  # replace these methods' rows in the card's evaluation, keep the others
+            card = json.loads((write_card / "card.json").read_text())
+            before = card.get("natural_metrics", {})
+            summary = {**before.get("summary", {}), **{k: v for k, v in metrics["summary"].items() if k in methods}}
+            metrics = {**before, "summary": summary, "settings": before.get("settings", metrics["settings"]),
+                       "updated": {"methods": sorted(methods), "command": metrics["command"]}}
         _write_card_metrics(write_card, "natural_metrics", metrics)
 
 

@@ -202,7 +202,8 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
         st.info("No evaluation in this decoder's card yet: run `eqi eval-decoder --write-card <folder>`.")
     elif metrics:
         st.markdown(f"Held-out samples: {metrics.get('samples')}")
-        st.dataframe(pd.DataFrame(metrics["summary"]).T, key="lat_eval_table",
+        earlier = {"neural": "decoder (alone)", "neural+guided": "word-edit search (earlier pools)"}  # names in older cards
+        st.dataframe(pd.DataFrame(metrics["summary"]).T.rename(index=earlier), key="lat_eval_table",
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
                                     ("token_f1", "cosine", "top1", "top3", "top5")})
         curve = pd.DataFrame(metrics["curve"])

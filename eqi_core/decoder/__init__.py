@@ -9,7 +9,8 @@ from pathlib import Path
 
 def load_decoder(folder: str | Path | None = None, encoder: str = "minilm-l6"):
     """A query decoder for ``encoder`` (a dense ranker id): the checkpoint in ``folder`` (card.json +
-    decoder.safetensors), or the one shipped in ``assets/decoders`` for that encoder. A checkpoint
+    decoder.safetensors), or the one shipped in ``assets/decoders`` for that encoder (for MiniLM-L6 the
+    natural-language decoder; the WordNet lemma decoder is ``assets/decoders/wordnet-minilm-l6``). A checkpoint
     made for another encoder is refused with a one-line ``DecoderError``.
 
     >>> dec = load_decoder()                                   # doctest: +SKIP
@@ -23,7 +24,9 @@ def load_decoder(folder: str | Path | None = None, encoder: str = "minilm-l6"):
 
     enc = load_encoder(ranker_spec(encoder).encoder)
     if folder is None:
-        matching = [f for f in shipped_decoders() if read_card(f)["config"]["encoder_id"] == enc.id]
+        matching = sorted((read_card(f)["config"].get("arch") != "bert-prefix", f.name, f) for f in shipped_decoders()
+                          if read_card(f)["config"]["encoder_id"] == enc.id)
+        matching = [f for _, _, f in matching]
         if not matching:
             raise DecoderError(f"no shipped query decoder for encoder {encoder!r}: train one with "
                                f"`eqi train-decoder -e {encoder}`")

@@ -49,6 +49,20 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def content_words(text: str) -> list[str]:
+    """Words of ``text`` that carry content: not stop words, not single letters, not numbers."""
+    from eqi_core.decoder.train import stopwords
+
+    stop = stopwords()
+    return [w for w in words(text) if w not in stop and len(w) > 1 and not w.isdigit()]
+
+
+def repeats_a_content_word(text: str) -> bool:
+    """True for "citizens certificates naturalization naturalization": a keyword list, not a query."""
+    ws = content_words(text)
+    return len(ws) != len(set(ws))
+
+
 def as_matrix(embeddings: np.ndarray, dim: int | None = None, what: str = "embeddings") -> np.ndarray:
     """Rows as float32 unit vectors; a one-line error for the wrong shape or dimension."""
     x = np.asarray(embeddings, dtype=np.float32)

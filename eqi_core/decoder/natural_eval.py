@@ -17,13 +17,10 @@
 """
 from __future__ import annotations
 
-from collections import Counter
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
 
-from eqi_core.decoder.base import words
+from eqi_core.decoder.base import content_words, repeats_a_content_word, words
 from eqi_core.decoder.evaluate import PAPER, token_f1
 from eqi_core.decoder.nearest import NearestQueryDecoder
 from eqi_core.progress import ProgressFn
@@ -32,18 +29,6 @@ GROUPS = {"decoder": "decoder alone", "WordNet lemma decoder": "decoder alone",
           "decoder+rerank": "encoder in the loop", "word-edit search": "encoder in the loop (search baseline)",
           "top-3 cosine words": "encoder in the loop (copy baseline)", "top-5 cosine words": "encoder in the loop (copy baseline)",
           "nearest logged query": "no encoder (lookup baseline)", "first 3 content words": "no encoder (copy baseline)"}
-
-
-@lru_cache(maxsize=1)
-def _stop() -> frozenset[str]:
-    from eqi_core.decoder.train import stopwords
-
-    return stopwords()
-
-
-def content_words(text: str) -> list[str]:
-    stop = _stop()
-    return [w for w in words(text) if w not in stop and len(w) > 1 and not w.isdigit()]
 
 
 def first_content_words(text: str, k: int = 3) -> str:
@@ -96,7 +81,7 @@ def fluency(texts: list[str], lexicon: frozenset[str]) -> dict:
     """Non-word share (of all output words), share of outputs repeating a content word, mean words."""
     all_words = [w for t in texts for w in words(t)]
     nonword = sum(1 for w in all_words if w not in lexicon and not w.isdigit())
-    repeat = sum(1 for t in texts if any(c > 1 for c in Counter(content_words(t)).values()))
+    repeat = sum(1 for t in texts if repeats_a_content_word(t))
     return {"nonword": nonword / max(1, len(all_words)), "repeat": repeat / max(1, len(texts)),
             "words": float(np.mean([len(words(t)) for t in texts])) if texts else 0.0}
 
@@ -113,12 +98,14 @@ def _decode_all(decoder, emb: np.ndarray, progress: ProgressFn | None, one_at_a_
 
 
 def round_trip_natural(model, rerank, nearest: NearestQueryDecoder, encoder, texts: list[str],
-                       progress_factory=None, rerank_n: int | None = None) -> pd.DataFrame:
+                       progress_factory=None, rerank_n: int | None = None, only=None) -> pd.DataFrame:
     """decode(enc(q)) against q for held-out natural queries: token F1 and cosine."""
     bar = progress_factory or (lambda label: None)
     emb = encoder.encode(texts, batch_size=256)
     rows = []
     for name, dec, slow in [("decoder", model, False), ("decoder+rerank", rerank, True), ("nearest logged query", nearest, False)]:
+        if only and name not in only:
+            continue
         n = len(texts) if not slow or rerank_n is None else min(rerank_n, len(texts))
         decoded = _decode_all(dec, emb[:n], bar(f"round trip ({name})"), slow)
         cos = np.einsum("ij,ij->i", emb[:n], encoder.encode(decoded, batch_size=256))
@@ -128,7 +115,7 @@ def round_trip_natural(model, rerank, nearest: NearestQueryDecoder, encoder, tex
 
 
 def passage_to_query_natural(space, doc_ids: list[str], nearest: NearestQueryDecoder, progress_factory=None,
-                             slow_n: int | None = None) -> pd.DataFrame:
+                             slow_n: int | None = None, only=None) -> pd.DataFrame:
     """Decode each held-out passage's embedding; its exact rank (ties against it) for the decoded query."""
     bar = progress_factory or (lambda label: None)
     idx = np.array([space.passage_index(d) for d in doc_ids])
@@ -139,14 +126,17 @@ def passage_to_query_natural(space, doc_ids: list[str], nearest: NearestQueryDec
                ("word-edit search", space.decoder("word-edit search"), True), ("nearest logged query", nearest, False)]
     rows = []
     for name, dec, slow in methods:
+        if only and name not in only:
+            continue
         n = len(idx) if not slow or slow_n is None else min(slow_n, len(idx))
         decoded = _decode_all(dec, emb[:n], bar(f"passage to query ({name})"), slow)
         rows += _ranked(space, name, doc_ids[:n], idx[:n], decoded)
-    copies = {"first 3 content words": [first_content_words(t) for t in ptexts],
-              "top-3 cosine words": [top_cosine_words(t, e, space.encoder, 3) for t, e in zip(ptexts, emb)],
-              "top-5 cosine words": [top_cosine_words(t, e, space.encoder, 5) for t, e in zip(ptexts, emb)]}
-    for name, decoded in copies.items():
-        rows += _ranked(space, name, doc_ids, idx, decoded)
+    copies = {"first 3 content words": lambda: [first_content_words(t) for t in ptexts],
+              "top-3 cosine words": lambda: [top_cosine_words(t, e, space.encoder, 3) for t, e in zip(ptexts, emb)],
+              "top-5 cosine words": lambda: [top_cosine_words(t, e, space.encoder, 5) for t, e in zip(ptexts, emb)]}
+    for name, make in copies.items():
+        if not only or name in only:
+            rows += _ranked(space, name, doc_ids, idx, make())
     return pd.DataFrame(rows)
 
 
@@ -211,7 +201,7 @@ def corpus_path_for(store, data_root):
 
 
 def evaluate_natural(store, data_root, decoder_path=None, n_queries: int = 300, n_passages: int = 200,
-                     slow_n: int = 100, seed: int = 0, progress_factory=None, corpus_path=None) -> dict:
+                     slow_n: int = 100, seed: int = 0, progress_factory=None, corpus_path=None, only=None) -> dict:
     """Round trip on held-out natural queries and passage -> query on held-out DL19 and SciFact
     passages, every method of ``GROUPS``; returns the per-item frames and the summary."""
     from pathlib import Path
@@ -242,14 +232,14 @@ def evaluate_natural(store, data_root, decoder_path=None, n_queries: int = 300, 
         space = open_space(coll, store, "minilm-l6", decoder_path, exclude_doc_ids=held_docs)
         model = space.model
         docs = [held_docs[i] for i in rng.permutation(len(held_docs))[:n_passages]]
-        p2q[key] = passage_to_query_natural(space, docs, nearest, progress_factory, slow_n)
+        p2q[key] = passage_to_query_natural(space, docs, nearest, progress_factory, slow_n, only)
         spaces[key] = space
     if model is None:
         from eqi_core.decoder import load_decoder
 
         model = load_decoder(decoder_path)
     rerank = RerankDecoder(model, encoder)
-    rt = round_trip_natural(model, rerank, nearest, encoder, refs, progress_factory, slow_n)
+    rt = round_trip_natural(model, rerank, nearest, encoder, refs, progress_factory, slow_n, only)
     out = summary_table(rt, p2q, lexicon)
     ref_fluency = fluency(refs, lexicon)
     return {"summary": out, "round_trip": rt, "passage_to_query": p2q, "reference_fluency": ref_fluency,

@@ -7,7 +7,8 @@ says. All candidates are re-encoded and ranked by cosine to e. Nothing is edited
 no logged query is looked up, so the output is always a sentence the decoder wrote.
 
 ``source`` says where the winner came from: ``decoded`` when it is the decoder's own first beam
-hypothesis, ``corrected`` when the encoder's ranking chose another hypothesis.
+hypothesis, ``corrected`` when the encoder's ranking chose another hypothesis. Candidates that repeat a
+content word are set aside (the encoder rewards repetition; searchers do not write it).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqi_core.decoder.base import Candidate, as_matrix, dedupe, words
+from eqi_core.decoder.base import Candidate, as_matrix, dedupe, repeats_a_content_word, words
 
 
 @dataclass
@@ -54,7 +55,7 @@ class RerankDecoder:
         pool = list(beam)
         if self.samples and hasattr(self.base, "sample"):
             pool += self.base.sample(target, n=self.samples, top_p=self.top_p, seed=0, temperature=self.temperature)
-        texts = list(dict.fromkeys(t for t in pool if words(t)))
+        texts = fluent(pool)
         cos = dict(zip(texts, self._cos(texts, target).tolist())) if texts else {}
         for _ in range(self.rounds):
             if not cos:
@@ -63,7 +64,7 @@ class RerankDecoder:
             e_best = self.encoder.encode([best])[0]
             push = target + (target - e_best)
             more = [c.text for c in self.base.decode(push[None] / np.linalg.norm(push), n=4, beam=4)[0]]
-            new = [t for t in dict.fromkeys(more) if t not in cos and words(t)]
+            new = [t for t in fluent(more) if t not in cos]
             if not new:
                 break
             cos.update(zip(new, self._cos(new, target).tolist()))
@@ -72,4 +73,11 @@ class RerankDecoder:
         return dedupe(out, n)
 
 
-__all__ = ["RerankDecoder"]
+def fluent(texts: list[str]) -> list[str]:
+    """Distinct non-empty texts, without those repeating a content word (the judge would favour
+    them: repeating a word moves the embedding towards it), unless every text does."""
+    texts = list(dict.fromkeys(t for t in texts if words(t)))
+    return [t for t in texts if not repeats_a_content_word(t)] or texts
+
+
+__all__ = ["RerankDecoder", "fluent"]

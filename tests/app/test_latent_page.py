@@ -24,7 +24,7 @@ def test_traversal_from_a_logged_query_to_its_gold_passage(app):
     assert at.selectbox(key="lat_target").value == "d1"  # the query's gold passage by default
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Steps decoded"]) == 5
-    assert 1 <= int(metrics["Best rank of a reformulation"])
+    assert int(metrics["Best rank of a reformulation"]) >= 1
     assert at.success or at.info  # "what should have been asked", or the best step
     steps = at.dataframe[0].value
     assert list(steps["step"]) == [0, 1, 2, 3, 4]

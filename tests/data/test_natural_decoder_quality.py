@@ -1,0 +1,77 @@
+"""The shipped natural-language decoder on data it never saw (seeded samples, so the numbers are
+fixed for a given checkpoint): held-out query-log questions (round trip) and held-out TREC DL 2019
+passages (passage -> query, ties against the passage), the decoder alone, beside the copy baseline
+with the same access. The full evaluation is `eqi eval-decoder --natural` (README)."""
+import json
+
+import numpy as np
+import pytest
+
+from eqi_core.decoder.space import ASSETS
+from tests.conftest import SHARED_DATA, shared_dataset
+
+pytestmark = pytest.mark.slow
+FOLDER = ASSETS / "natural-minilm-l6"
+# this sample measured F1 0.680, cosine 0.899 (round trip) and top-1 0.700, top-5 0.867 (DL19; copying the first
+# 3 content words: top-5 0.500); the bars sit a little below, the issue's own bars are in the README
+ROUND_TRIP_F1, ROUND_TRIP_COS, DL19_TOP1, DL19_TOP5 = 0.62, 0.86, 0.60, 0.80
+
+
+def heldout_queries(n: int, seed: int = 11) -> list[str]:
+    """Held-out questions straight from the logs (the corpus's rule), no corpus build needed."""
+    from eqi_core.decoder.corpus import query_heldout
+    from eqi_core.loaders.query_log import read_query_log
+
+    texts = sorted({t.strip() for p in sorted((SHARED_DATA / "query-logs").glob("*.tsv"))
+                    for t in read_query_log(p)["text"] if query_heldout(t)})
+    rng = np.random.default_rng(seed)
+    return [texts[i] for i in rng.permutation(len(texts))[:n]]
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    from eqi_core.decoder import load_decoder
+
+    shared_dataset("query-logs")
+    return load_decoder(FOLDER)
+
+
+def test_the_card_says_what_made_it():
+    card = json.loads((FOLDER / "card.json").read_text())
+    assert card["arch"] == "bert-prefix" and card["encoder"] == "minilm-l6"
+    assert card["corpus"]["queries_heldout"] > 2000 and card["trained_on"][0]["device"]
+    assert card["command"].startswith("eqi train-decoder --natural")
+    assert card["natural_metrics"]["settings"]["n_queries"] >= 300  # written by eqi eval-decoder --natural
+
+
+def test_round_trip_on_held_out_questions(decoder):
+    from eqi_core.decoder.evaluate import token_f1
+    from eqi_core.rankers import load_encoder
+
+    enc = load_encoder("minilm-l6")
+    refs = heldout_queries(40)
+    emb = enc.encode(refs)
+    out = [c[0].text for c in decoder.decode(emb, n=1)]
+    f1 = float(np.mean([token_f1(r, o) for r, o in zip(refs, out)]))
+    cos = float(np.mean(np.einsum("ij,ij->i", emb, enc.encode(out))))
+    assert f1 >= ROUND_TRIP_F1 and cos >= ROUND_TRIP_COS, (f1, cos, list(zip(refs, out))[:5])
+
+
+def test_passage_to_query_on_held_out_dl19_passages_beats_copying(decoder, shared_store):
+    from eqi_core.decoder.corpus import passage_heldout
+    from eqi_core.decoder.natural_eval import first_content_words
+    from eqi_core.decoder.space import open_space
+    from eqi_core.loaders import load_collection
+
+    coll = load_collection(f"beir:{shared_dataset('trec-dl19-passage')}", shared_store)
+    held = sorted(d for d in coll.passages["doc_id"] if passage_heldout("trec-dl19-passage", d))
+    space = open_space(coll, shared_store, "minilm-l6", FOLDER, exclude_doc_ids=held, progress=lambda d, t: None)
+    docs = [held[i] for i in np.random.default_rng(5).permutation(len(held))[:30]]
+    idx = np.array([space.passage_index(d) for d in docs])
+    decoded = [c[0].text for c in space.decoder("decoder").decode(space.ranker.doc_embeddings[idx], n=1)]
+    texts = coll.passage_texts()
+    copied = [first_content_words(texts[i]) for i in idx]
+    ranks = space.ranks(space.encode(decoded), idx)
+    copy_ranks = space.ranks(space.encode(copied), idx)
+    assert np.mean(ranks <= 1) >= DL19_TOP1 and np.mean(ranks <= 5) >= DL19_TOP5, ranks
+    assert np.mean(ranks <= 5) > np.mean(copy_ranks <= 5)
