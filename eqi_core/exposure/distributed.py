@@ -297,11 +297,12 @@ def compute_exposure_map(collection: Collection, ranker_id: str, store: Artifact
     engine = engine or Engine()
     if depth <= 0:
         raise DataError(f"n_q->d = {depth}: expected a positive depth")
-    inputs = _inputs(collection, ranker_id, store, depth, progress)
-    if inputs["kind"] != "dense" and (passage_shards or 1) > 1:
+    source = ranker_spec(ranker_id).map_source
+    if source != "dense" and (passage_shards or 1) > 1:  # checked before any index or run is built
         raise DataError(f"{ranker_spec(ranker_id).name} maps shard queries only: "
-                        + ("its IDF is global, so the index cannot be split by passages" if inputs["kind"] == "bm25"
+                        + ("its IDF is global, so the index cannot be split by passages" if source == "bm25"
                            else "its rankings come from a run over the whole collection"))
+    inputs = _inputs(collection, ranker_id, store, depth, progress)
     plan = plan_shards(len(collection.queries), len(collection.passages), inputs["dim"] or 1, query_shard,
                        passage_shards if inputs["kind"] == "dense" else 1,
                        engine.worker_memory() if inputs["kind"] == "dense" else None)
