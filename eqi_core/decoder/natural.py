@@ -12,7 +12,6 @@ the step, so a run killed and restarted continues the same trajectory (bit-for-b
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import platform
@@ -25,7 +24,8 @@ import torch
 
 from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, words
 from eqi_core.decoder.bert import ARCH, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
-from eqi_core.decoder.train import load_state, lr_factor, save_state
+from eqi_core.decoder.neural import encoder_tokenizer, token_specials
+from eqi_core.decoder.train import load_state, lr_factor, require, save_state
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn, or_tqdm
 from eqi_core.store import ArtifactStore, atomic_path
@@ -56,39 +56,13 @@ class NaturalTraining:
                   (0 < self.lr < 1, "lr must be in (0, 1)"), (0 <= self.query_share <= 1, "query_share must be in [0, 1]"),
                   (self.noise >= 0, "noise must be >= 0"), (1 <= self.n_layers <= 12, "n_layers must be in 1..12"),
                   (4 <= self.max_len <= 128, "max_len must be in 4..128")]
-        for ok, msg in checks:
-            if not ok:
-                raise DataError(f"decoder training: {msg}")
+        require(checks)
 
 
 # -- the encoder's side --------------------------------------------------------------------------------
-def encoder_tokenizer(encoder):
-    """The encoder's fast tokenizer without padding/truncation, and a hash of its vocabulary."""
-    from tokenizers import Tokenizer
-
-    try:
-        backend = encoder.model.tokenizer.backend_tokenizer
-    except AttributeError:
-        raise DecoderError(f"encoder {getattr(encoder, 'id', encoder)!r}: a query decoder needs a "
-                           "sentence-transformers encoder with a fast tokenizer") from None
-    tok = Tokenizer.from_str(backend.to_str())
-    tok.no_padding()
-    tok.no_truncation()
-    vocab = tok.get_vocab()
-    sha = hashlib.sha256(json.dumps(sorted(vocab.items())).encode()).hexdigest()[:16]
-    return tok, sha
-
-
 def encoder_state(encoder) -> dict[str, torch.Tensor]:
     """The encoder transformer's weights (HF names): the warm start and the word embeddings."""
     return {k: v.detach().float().cpu() for k, v in encoder.model[0].auto_model.state_dict().items()}
-
-
-def specials(tok) -> tuple[int, int, int]:
-    ids = [tok.token_to_id(s) for s in ("[CLS]", "[SEP]", "[PAD]")]
-    if any(i is None for i in ids):
-        raise DecoderError("tokenizer: expected BERT-style [CLS]/[SEP]/[PAD] tokens")
-    return tuple(int(i) for i in ids)  # type: ignore[return-value]
 
 
 def token_matrix(tok, texts: list[str], bos: int, eos: int, pad: int, max_len: int) -> torch.Tensor:
@@ -178,7 +152,7 @@ def new_model(encoder, tok, sha: str, out_ids: np.ndarray, cfg: NaturalTraining,
     """A decoder for ``encoder``, warm-started from its own transformer weights."""
     state = state if state is not None else encoder_state(encoder)
     word = state["embeddings.word_embeddings.weight"]
-    bos, eos, pad = specials(tok)
+    bos, eos, pad = token_specials(tok)
     layers = sum(1 for k in state if k.endswith("attention.self.query.weight"))
     hidden = int(state["encoder.layer.0.attention.self.query.weight"].shape[0]) if layers else int(word.shape[1])
     heads = int(getattr(getattr(encoder.model[0].auto_model, "config", None), "num_attention_heads", 12))
@@ -222,7 +196,7 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
         emb_art = store.get_or_build("decoder-corpus-embeddings", emb_params, build_emb)
     emb = np.load(emb_art.path / "emb.npy")
     state = encoder_state(encoder)
-    bos, eos, pad = specials(tok)
+    bos, eos, pad = token_specials(tok)
     out_ids = token_ids_used(tok, texts, [eos])
     model = new_model(encoder, tok, sha, out_ids, cfg, state)
     tokens = token_matrix(tok, texts, bos, eos, pad, cfg.max_len)

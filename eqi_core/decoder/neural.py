@@ -69,34 +69,48 @@ class Vocabulary:
         return self.tokenizer.id_to_token(int(token_id)) or ""
 
 
-def encoder_vocabulary(encoder) -> Vocabulary:
-    """Tokenizer and word embeddings of a sentence-transformers encoder (the registry's dense
-    encoders and ``st:`` folders). Other encoders cannot host a decoder: one-line error."""
+def encoder_tokenizer(encoder):
+    """The encoder's fast tokenizer without padding/truncation, and a hash of its vocabulary (a
+    checkpoint records it, so a decoder is never loaded for another tokenizer)."""
     from tokenizers import Tokenizer
 
-    model = getattr(encoder, "model", None)
     try:
-        backend = model.tokenizer.backend_tokenizer
-        weights = model[0].auto_model.get_input_embeddings().weight.detach().float().clone()
-    except (AttributeError, TypeError, IndexError):
+        backend = encoder.model.tokenizer.backend_tokenizer
+    except (AttributeError, TypeError):
         raise DecoderError(f"encoder {getattr(encoder, 'id', encoder)!r}: a query decoder needs a "
                            "sentence-transformers encoder with a fast tokenizer and word embeddings") from None
     tok = Tokenizer.from_str(backend.to_str())
     tok.no_padding()
     tok.no_truncation()
+    sha = hashlib.sha256(json.dumps(sorted(tok.get_vocab().items())).encode()).hexdigest()[:16]
+    return tok, sha
+
+
+def token_specials(tok) -> tuple[int, int, int]:
+    """(BOS, EOS, PAD) = BERT's [CLS], [SEP], [PAD]; a one-line error for another tokenizer."""
+    ids = [tok.token_to_id(s) for s in ("[CLS]", "[SEP]", "[PAD]")]
+    if any(i is None for i in ids):
+        raise DecoderError("tokenizer: expected BERT-style [CLS]/[SEP]/[PAD] tokens")
+    return tuple(int(i) for i in ids)  # type: ignore[return-value]
+
+
+def encoder_vocabulary(encoder) -> Vocabulary:
+    """Tokenizer and word embeddings of a sentence-transformers encoder (the registry's dense
+    encoders and ``st:`` folders). Other encoders cannot host a decoder: one-line error."""
+    tok, sha = encoder_tokenizer(encoder)
+    try:
+        weights = encoder.model[0].auto_model.get_input_embeddings().weight.detach().float().clone()
+    except (AttributeError, TypeError, IndexError):
+        raise DecoderError(f"encoder {getattr(encoder, 'id', encoder)!r}: a query decoder needs a "
+                           "sentence-transformers encoder with a fast tokenizer and word embeddings") from None
     vocab = tok.get_vocab()
-    sha = hashlib.sha256(json.dumps(sorted(vocab.items())).encode()).hexdigest()[:16]
     banned = np.array(sorted(i for t, i in vocab.items() if t.startswith("[") and t.endswith("]")), dtype=np.int64)
     weights.requires_grad_(False)
     return Vocabulary(tok, weights, sha, banned)
 
 
 def special_ids(vocab: Vocabulary) -> tuple[int, int, int]:
-    t = vocab.tokenizer
-    ids = [t.token_to_id(s) for s in ("[CLS]", "[SEP]", "[PAD]")]
-    if any(i is None for i in ids):
-        raise DecoderError("tokenizer: expected BERT-style [CLS]/[SEP]/[PAD] tokens")
-    return tuple(int(i) for i in ids)  # type: ignore[return-value]
+    return token_specials(vocab.tokenizer)
 
 
 def config_for(encoder, vocab: Vocabulary, **overrides) -> DecoderConfig:

@@ -43,6 +43,13 @@ def stopwords() -> frozenset[str]:
                                            "someone", "one", "may", "e", "g", "eg", "ie"}
 
 
+def require(checks: list[tuple[bool, str]]) -> None:
+    """The first failed (condition, message) of a training configuration, as a one-line error."""
+    for ok, msg in checks:
+        if not ok:
+            raise DataError(f"decoder training: {msg}")
+
+
 @dataclass
 class DecoderTraining:
     steps: int = 4500
@@ -64,9 +71,7 @@ class DecoderTraining:
                   (0 < self.lr < 1, "lr must be in (0, 1)"), (0 <= self.heldout_share < 1, "heldout_share must be in [0, 1)"),
                   (self.passage_queries >= 0, "passage_queries must be >= 0"), (self.noise >= 0, "noise must be >= 0"),
                   (1 <= self.n_layers <= 12, "n_layers must be in 1..12")]
-        for ok, msg in checks:
-            if not ok:
-                raise DataError(f"decoder training: {msg}")
+        require(checks)
 
 
 # -- data ------------------------------------------------------------------------------------------
