@@ -27,6 +27,7 @@ navigation = st.navigation([
     st.Page("pages/exposure.py", title="Exposure", icon=":material/visibility:"),
     st.Page("pages/exposure_eval.py", title="Exposure evaluation", icon=":material/analytics:"),
     st.Page("pages/latent.py", title="Latent traversal", icon=":material/route:"),
+    st.Page("pages/suggestions.py", title="Query suggestions", icon=":material/tips_and_updates:"),
     st.Page("pages/coverage.py", title="Ranker coverage", icon=":material/compare_arrows:"),
 ])
 navigation.run()

@@ -16,7 +16,7 @@ from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, ranker_spec, run_all_queries
-from eqi_core.store import ArtifactStore, atomic_copy, atomic_write
+from eqi_core.store import ArtifactStore, atomic_copy, atomic_path, atomic_write
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -543,6 +543,158 @@ def _latent_space(collection: str, encoder: str, decoder: Path | None, exclude_h
 DecoderOpt = typer.Option(None, "--decoder", help="a checkpoint folder (card.json + decoder.safetensors); "
                           "default: trained on this collection in the store, else the one shipped in assets/")
 EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encoder whose space is decoded")
+
+
+def _suggestion_space(collection: str, encoder: str, exclude_heldout: bool = True):
+    """A collection's latent space with the shipped natural decoder (suggestions speak natural
+    language everywhere), held-out queries hidden from every pool."""
+    from eqi_core.decoder.space import open_space, shipped_natural_decoder
+    from eqi_core.decoder.train import DecoderTraining, heldout_split
+
+    coll = _load(collection)
+    heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
+    return open_space(coll, _store(), encoder, shipped_natural_decoder(encoder), heldout_q if exclude_heldout else (),
+                      progress=tqdm_progress(f"preparing {coll.name}", "item")), heldout_q
+
+
+@app.command("reformulations")
+def reformulations_cmd(
+    collections: list[str] = typer.Option(..., "--collection", "-c", help="collections with judgments (repeat -c); "
+                                          "e.g. wordnet:full, beir:../shared/data/scifact#train, beir:../shared/data/cranfield"),
+    encoder: str = EncoderOpt,
+    steps: int = typer.Option(20, "--steps", "-k", min=1, max=50, help="K: decoded steps from the query to its gold passage"),
+    max_queries: int = typer.Option(4000, "--max-queries", min=1, help="per collection: a seeded sample of its training queries"),
+    golds: int = typer.Option(2, "--golds", min=1, help="walks per query, to its most relevant judged passages"),
+    beam: int = typer.Option(2, "--beam", min=1, max=16),
+    seed: int = typer.Option(0, "--seed"),
+    max_minutes: float | None = typer.Option(None, "--max-minutes", help="stop after this long (parts kept); rerun to resume"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the statistics JSON here"),
+) -> None:
+    """Build the reformulation dataset (paper Section 4): walk from each training query to its gold passages,
+    decode every step, keep the successful rewrites. Resumable; stored with its provenance and statistics."""
+    import time
+
+    from eqi_core.suggestion.dataset import ReformulationRecipe, build_reformulations, read_reformulations
+
+    recipe = ReformulationRecipe(steps=steps, beam=beam, max_queries=max_queries, golds_per_query=golds, seed=seed)
+    recipe.validate()
+    spaces = [_suggestion_space(c, encoder)[0] for c in collections]
+    deadline = time.time() + 60 * max_minutes if max_minutes else None
+    art = build_reformulations(spaces, _store(), recipe, tqdm_progress("walking", "walk"), deadline)
+    if art is None:
+        typer.echo("stopped; the finished parts are kept: rerun the same command to resume")
+        raise typer.Exit(3)
+    _, _, stats = read_reformulations(art.path)
+    _echo_json({"path": str(art.path), **stats}, output)
+
+
+SuggesterOpt = typer.Option(None, "--suggester", help="a suggester folder (card.json + suggester.safetensors); "
+                            "default: trained in the store, else the one shipped in assets/suggesters")
+
+
+@app.command("train-suggester")
+def train_suggester_cmd(
+    model: str = typer.Option(..., "--model", "-m", help="plain (query -> rewrite) or prf (query + top-5 passages -> rewrite)"),
+    encoder: str = EncoderOpt,
+    steps: int = typer.Option(4000, "--steps", min=1, max=1_000_000),
+    batch_size: int = typer.Option(256, "--batch-size", min=2, max=8192),
+    lr: float = typer.Option(5e-4, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+    max_minutes: float | None = typer.Option(None, "--max-minutes", help="stop (with a checkpoint) after this long; rerun to resume"),
+    export: Path | None = typer.Option(None, "--export", help="also copy the model (safetensors + card.json) here"),
+) -> None:
+    """Train a query suggestion model on the newest reformulation dataset (eqi reformulations); resumable."""
+    import time
+
+    from eqi_core.rankers import load_encoder
+    from eqi_core.suggestion.model import CARD, WEIGHTS, SuggesterTraining, find_dataset, train_suggester
+
+    cfg = SuggesterTraining(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+    cfg.validate()
+    enc = load_encoder(encoder)
+    dataset = find_dataset(_store(), enc.id)
+    deadline = time.time() + 60 * max_minutes if max_minutes else None
+    sugg = train_suggester(dataset, model, enc, _store(), cfg, tqdm_progress(f"training {model} suggester", "step"),
+                           deadline, " ".join(["eqi", *sys.argv[1:]]))
+    if sugg is None:
+        typer.echo("stopped with a checkpoint; rerun the same command to resume")
+        raise typer.Exit(3)
+    if export:
+        export.mkdir(parents=True, exist_ok=True)
+        for name in (WEIGHTS, CARD):
+            atomic_copy(Path(sugg.card["_folder"]) / name, export / name)
+    typer.echo(json.dumps({k: v for k, v in sugg.card.items() if k not in ("_folder", "dataset")}, indent=1, default=str))
+
+
+@app.command("suggest")
+def suggest_cmd(
+    query: str = typer.Argument(..., help="the query to reformulate"),
+    collection: str = CollectionOpt,
+    encoder: str = EncoderOpt,
+    model: str = typer.Option("prf", "--model", "-m", help="prf, plain, or all (both models and the baselines)"),
+    suggester: Path | None = SuggesterOpt,
+    n: int = typer.Option(10, "-n", min=1, max=10, help="suggestions per model"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="write the table as CSV"),
+) -> None:
+    """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10."""
+    from eqi_core.suggestion.panel import suggestion_table
+
+    space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
+    table = suggestion_table(space, _store(), query, model, n, suggester)
+    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if output:
+        with atomic_path(output) as tmp:
+            table.to_csv(tmp, index=False)
+
+
+@app.command("eval-suggestions")
+def eval_suggestions_cmd(
+    collections: list[str] = typer.Option(..., "--collection", "-c", help="collections with held-out judged queries "
+                                          "(repeat -c): e.g. wordnet:full, beir:../shared/data/scifact, beir:../shared/data/trec-dl19-passage"),
+    encoder: str = EncoderOpt,
+    queries: int = typer.Option(100, "--queries", min=1, help="per collection, a seeded sample of held-out judged queries"),
+    all_queries: bool = typer.Option(False, "--all-queries", help="use every judged query (collections never seen in training, "
+                                     "e.g. SciFact test and TREC DL 2019) instead of the hash-held-out ones"),
+    oracle: bool = typer.Option(True, "--oracle/--no-oracle", help="also the walk to the gold passage (upper reference)"),
+    data: Path | None = DataRootOpt,
+    seed: int = typer.Option(0, "--seed"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary.csv, lists.jsonl and summary.json here"),
+) -> None:
+    """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
+    feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
+    import pandas as pd
+
+    from eqi_core.decoder.natural_eval import corpus_for, real_words
+    from eqi_core.rankers import load_encoder
+    from eqi_core.suggestion.evaluate import evaluation_items, score_lists, suggestion_lists, summary
+    from eqi_core.suggestion.model import find_suggester
+
+    enc = load_encoder(encoder)
+    suggesters = {k: find_suggester(k, enc, _store()) for k in ("plain", "prf")}
+    root = data or _shared_data()
+    lexicon = real_words(corpus_for(_store(), root)[0], root)
+    tables, lists = [], []
+    for spec in collections:
+        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False)
+        pool = space.collection.queries["query_id"].astype(str).tolist() if all_queries else heldout_q
+        items = evaluation_items(space, pool, queries, seed)
+        if not items:
+            raise DataError(f"{spec}: no judged held-out queries to evaluate on (try --all-queries for a collection "
+                            "never used in training)")
+        scored = score_lists(space, suggestion_lists(space, items, suggesters, tqdm_progress(f"suggesting ({space.collection.name})", "query"),
+                                                     oracle=oracle))
+        tables.append(summary(scored, lexicon).assign(collection=space.collection.name))
+        lists.append(scored.assign(collection=space.collection.name))
+    table = pd.concat(tables, ignore_index=True)
+    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if output_dir:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(output_dir / "summary.csv") as tmp:
+            table.to_csv(tmp, index=False)
+        with atomic_path(output_dir / "lists.jsonl") as tmp:
+            pd.concat(lists, ignore_index=True).to_json(tmp, orient="records", lines=True)
+        atomic_write(output_dir / "summary.json", json.dumps({"samples": {"queries": queries, "seed": seed,
+                     "all_queries": all_queries}, "rows": table.to_dict(orient="records")}, indent=1, default=str))
 
 
 @app.command("eval-decoder")

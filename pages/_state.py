@@ -13,7 +13,7 @@ import streamlit as st
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
 from eqi_core.loaders import load_collection
-from eqi_core.rankers import DEFAULT_RANKER, build_ranker, has_run, is_indexed, ranker_spec, run_all_queries
+from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, has_run, is_indexed, ranker_spec, run_all_queries
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 from pages._progress import with_progress
@@ -137,3 +137,41 @@ def latent_space_or_stop(spec: str, encoder_id: str):
     except DataError as exc:
         st.error(str(exc))
         st.stop()
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _get_suggestion_space(spec: str, encoder_id: str):
+    from dataclasses import replace
+
+    from eqi_core.decoder.neural import load_decoder
+    from eqi_core.decoder.space import shipped_natural_decoder
+
+    space = _get_latent_space(spec, encoder_id)
+    if getattr(space.model, "name", "") == "decoder" and space.model.card.get("arch"):
+        return space  # already the natural-language decoder
+    return replace(space, model=load_decoder(shipped_natural_decoder(encoder_id), space.encoder))
+
+
+def suggestion_space_or_stop(spec: str, encoder_id: str):
+    """The latent space with the natural-language decoder (suggestions speak natural language on
+    every collection, also where traversal uses a collection's own lemma decoder)."""
+    latent_space_or_stop(spec, encoder_id)
+    try:
+        return _get_suggestion_space(spec, encoder_id)
+    except DataError as exc:
+        st.error(str(exc))
+        st.stop()
+
+
+LATENT_ENCODERS = [r for r in RANKERS if ranker_spec(r).family == "dense" and not r.endswith("onnx")]
+
+
+def latent_encoder(what: str) -> str:
+    """The dense encoder whose space a latent-space page decodes: the sidebar's ranker when a decoder
+    exists for it, else the first that has one (and a caption saying so)."""
+    chosen = st.session_state[RANKER_KEY]
+    encoder_id = chosen if chosen in LATENT_ENCODERS else LATENT_ENCODERS[0]
+    if chosen != encoder_id:
+        st.caption(f"{what} in {ranker_spec(encoder_id).name}'s space: the sidebar's ranker "
+                   f"({ranker_spec(chosen).name}) has no embedding space to decode.")
+    return encoder_id

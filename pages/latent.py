@@ -8,32 +8,26 @@ from eqi_core.decoder.space import DECODER_ALIASES, DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
-from eqi_core.rankers import RANKERS, ranker_spec
 from pages._exports import PLOT_CONFIG, figure_downloads
-from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_space_or_stop
+from pages._sidebar import COLLECTION_KEY, sidebar
+from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop
 from pages._url import copy_link, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
                   "nearest-query": "nearest logged query (baseline)", "word-edit search": "word-edit search (baseline)"}
-ENCODERS = [r for r in RANKERS if ranker_spec(r).family == "dense" and not r.endswith("onnx")]
 
 sidebar()
 collection = current_collection()
 if collection is None:
     st.stop()
 spec = st.session_state[COLLECTION_KEY]
-sidebar_ranker = st.session_state[RANKER_KEY]
 URL = {"lat_query": ("query", str, CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""), "lat_target": ("target", str, ""),
        "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "decoder+rerank"),
        "lat_stop": ("stop", int, 0)}
 link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
                    "step, and watch the target climb the ranking: the reformulations a searcher could have typed "
                    "(Adolphs et al., EMNLP 2022).", URL)
-encoder_id = sidebar_ranker if sidebar_ranker in ENCODERS else ENCODERS[0]
-if sidebar_ranker != encoder_id:
-    st.caption(f"Traversal runs in {ranker_spec(encoder_id).name}'s space: the sidebar's ranker "
-               f"({ranker_spec(sidebar_ranker).name}) has no embedding space to decode.")
+encoder_id = latent_encoder("Traversal runs")
 if st.session_state.get("lat_decoder") in DECODER_ALIASES:  # links made before the natural decoder
     st.session_state["lat_decoder"] = DECODER_ALIASES[st.session_state["lat_decoder"]]
 for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DECODER_NAMES, "decoder+rerank")):

@@ -13,10 +13,10 @@ import pandas as pd
 
 from eqi_core.decoder.base import words
 from eqi_core.decoder.space import DECODER_NAMES, LatentSpace
-from eqi_core.decoder.suggest import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu
 from eqi_core.decoder.traversal import interpolate
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
+from eqi_core.suggestion.baselines import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu
 
 PAPER = {  # MS MARCO, GTR-base + T5 decoder (paper Tables 1 and 2)
     "token_f1": 0.750, "cosine": 0.960, "top1": 0.551, "top3": 0.737, "top5": 0.796,

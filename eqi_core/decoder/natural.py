@@ -278,10 +278,10 @@ class NaturalDecoderModel:
 
     def decode(self, embeddings: np.ndarray, n: int = 5, beam: int | None = None) -> list[list[Candidate]]:
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
-        width = max(n, beam or self.beam, 2)
+        width = max(n, beam or self.beam)
         out = []
-        for start in range(0, len(x), 32):
-            for hyps in beam_search(self.model, x[start:start + 32], width, self.first_banned, self.no_repeat):
+        for start in range(0, len(x), 64):
+            for hyps in beam_search(self.model, x[start:start + 64], width, self.first_banned, self.no_repeat):
                 out.append(dedupe([Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps], n))
         return out
 

@@ -45,6 +45,17 @@ def shipped_decoders() -> list[Path]:
     return sorted(p.parent for p in ASSETS.glob("*/card.json")) if ASSETS.is_dir() else []
 
 
+def shipped_natural_decoder(encoder_id: str) -> Path:
+    """The shipped natural-language decoder for an encoder: query suggestion speaks natural language
+    on every collection (also on WordNet, where traversal prefers the lemma decoder)."""
+    from eqi_core.decoder.natural import is_natural_card
+
+    for folder in shipped_decoders():
+        if is_natural_card(folder) and read_card(folder)["config"]["encoder_id"] == encoder_id:
+            return folder
+    raise DecoderError(f"no natural-language decoder shipped for encoder {encoder_id!r} in {ASSETS}")
+
+
 def find_decoder(collection: Collection, encoder, store: ArtifactStore):
     """The decoder for this encoder: one trained on this collection in the store, else a shipped one
     made for this very collection (the WordNet lemma decoder on WordNet, where it is better), else

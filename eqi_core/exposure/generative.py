@@ -39,7 +39,7 @@ class GeneratedExposure:
 
 def decode_points(space, passage_emb: np.ndarray, exposing_emb: np.ndarray, seed: int = 0) -> list[tuple[str, np.ndarray, int]]:
     """(origin, point, hypotheses to keep) of the points to decode around a passage."""
-    from eqi_core.decoder.suggest import ball_points
+    from eqi_core.suggestion.baselines import ball_points
 
     points = [("passage", passage_emb, 6)]
     points += [("between", (passage_emb + q) / 2, 3) for q in exposing_emb[:5]]

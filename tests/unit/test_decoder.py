@@ -11,8 +11,8 @@ import pytest
 from eqi_core.decoder.base import Candidate, DecoderError, QueryDecoder, dedupe, words
 from eqi_core.decoder.evaluate import curve_summary, token_f1
 from eqi_core.decoder.guided import _edits
-from eqi_core.decoder.suggest import ball_points, best_of, rm3_terms, self_bleu
 from eqi_core.decoder.traversal import cosine, interpolate
+from eqi_core.suggestion.baselines import ball_points, best_of, rm3_terms, self_bleu
 
 TINY_TRAINING = dict(steps=160, batch_size=16, lr=2e-3, warmup=10, n_layers=1, d_ff=128, heldout_share=0.0,
                      passage_queries=1, checkpoint_every=40, noise=0.0)

@@ -1,0 +1,123 @@
+"""Evaluation of query suggestion (paper Figure 5, Tables 6-7) on held-out queries.
+
+For each held-out query with judgments, every method proposes up to 10 suggestions; a method's
+score at k is max nDCG@10 over the original query and its first k suggestions (the paper's
+best-of-k), averaged over queries with a percentile bootstrap 95% interval over queries. Methods:
+
+- original: the query alone;
+- RM3: the query plus one relevance-model term per suggestion (top-5 feedback);
+- Sampling+QD: decodings of random points in an epsilon-ball around the query (no learning);
+- feedback centroid+QD: the trivial PRF baseline with the same access as the PRF model: decode on
+  the way to the mean of the top-5 passages' embeddings, picked the same way as the models' output;
+- suggester (plain) / suggester (PRF): the trained models;
+- walk to gold (oracle): decodings along the walk to the judged passage. It knows the answer, so it
+  is an upper reference, never a suggester.
+
+Also per method: Self-BLEU among the suggestions (diversity), non-word and repeated-word rates,
+mean length in words, and how many suggestions it made.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.decoder.traversal import interpolate
+from eqi_core.progress import ProgressFn
+from eqi_core.suggestion.baselines import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu
+from eqi_core.suggestion.dataset import FEEDBACK
+from eqi_core.suggestion.model import MAX_SUGGESTIONS, decode_suggestions
+
+ORACLE = "walk to gold (oracle)"
+CENTROID = "feedback centroid+QD"
+METHOD_ORDER = ("RM3", "Sampling+QD", CENTROID, "suggester (plain)", "suggester (PRF)", ORACLE)
+
+
+def centroid_suggestions(space, query: str, n: int = MAX_SUGGESTIONS, seed: int = 0) -> list[str]:
+    """Decode towards the mean of the query's top-5 passages (Rocchio in the encoder's space)."""
+    q = space.encode([query])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    target = space.ranker.doc_embeddings[fb[0]].mean(0)
+    return decode_suggestions(space, query, q, (target / np.linalg.norm(target)).astype(np.float32), n, seed)
+
+
+def oracle_suggestions(space, query: str, gold: str, n: int = MAX_SUGGESTIONS, steps: int = 10) -> list[str]:
+    """The walk's decodings, nearest the gold passage first (an upper reference: it knows the gold)."""
+    q = space.encode([query])[0]
+    points = interpolate(q, space.passage_embedding(gold), steps)[1:][::-1]
+    own = " ".join(query.lower().split())
+    texts = [c[0].text for c in space.model.decode(points, n=1, beam=4) if c]
+    return list(dict.fromkeys(t for t in texts if t.strip() and " ".join(t.lower().split()) != own))[:n]
+
+
+def evaluation_items(space, query_ids: list[str], limit: int, seed: int = 0) -> list[tuple[str, str, str]]:
+    """(query_id, text, gold doc_id) for a seeded sample of judged queries."""
+    texts = dict(zip(space.collection.queries["query_id"].astype(str), space.collection.queries["text"]))
+    pool = sorted(q for q in map(str, query_ids) if q in texts and space.gold_passage(q))
+    rng = np.random.default_rng(seed)
+    pick = [pool[i] for i in rng.permutation(len(pool))[:limit]]
+    return [(q, texts[q], space.gold_passage(q)) for q in pick]
+
+
+def suggestion_lists(space, items, suggesters: dict, progress: ProgressFn | None = None, epsilon: float = 0.4,
+                     oracle: bool = True) -> pd.DataFrame:
+    """One row per (query, method) with its suggestions in order."""
+    rows = []
+    for i, (qid, text, gold) in enumerate(items):
+        methods = {"RM3": rm3_suggestions(space, text, MAX_SUGGESTIONS),
+                   "Sampling+QD": sampling_suggestions(space, text, MAX_SUGGESTIONS, epsilon, seed=i),
+                   CENTROID: centroid_suggestions(space, text, seed=i)}
+        for sugg in suggesters.values():
+            methods[sugg.label] = sugg.suggest(space, text, seed=i)
+        if oracle:
+            methods[ORACLE] = oracle_suggestions(space, text, gold)
+        rows += [{"query_id": qid, "query": text, "gold": gold, "method": m, "suggestions": s} for m, s in methods.items()]
+        if progress:
+            progress(i + 1, len(items))
+    return pd.DataFrame(rows)
+
+
+def score_lists(space, lists: pd.DataFrame) -> pd.DataFrame:
+    """Adds the original's and each suggestion's nDCG@10 and the best-of-k columns."""
+    out = []
+    originals: dict[str, float] = {}
+    for _, row in lists.iterrows():
+        qrels = space.qrels_for(row["query_id"], row["gold"])
+        if row["query_id"] not in originals:
+            originals[row["query_id"]] = float(space.ndcg10(space.encode([row["query"]]), [qrels])[0])
+        texts = list(row["suggestions"])
+        scores = space.ndcg10(space.encode(texts), [qrels] * len(texts)).tolist() if texts else []
+        orig = originals[row["query_id"]]
+        out.append({**row.to_dict(), "original": orig, "ndcg10": scores,
+                    **{f"best@{k}": v for k, v in best_of(orig, scores).items()}})
+    return pd.DataFrame(out)
+
+
+def bootstrap_mean_ci(x: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    from eqi_core.coverage.tasc import bootstrap_ci
+
+    return bootstrap_ci(pd.Series(x), n_boot=n_boot, seed=seed)
+
+
+def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.DataFrame:
+    """Per method: mean best-of-k with 95% intervals, Self-BLEU, fluency, suggestions per query."""
+    from eqi_core.decoder.natural_eval import fluency
+
+    rows = []
+    first = scored.drop_duplicates("query_id")
+    lo, hi = bootstrap_mean_ci(first["original"].to_numpy())
+    rows.append({"method": "original query", "queries": len(first), "best@1": first["original"].mean(),
+                 **{f"best@{k}": first["original"].mean() for k in CUTOFFS}, "best@10_lo": lo, "best@10_hi": hi})
+    for method in [m for m in METHOD_ORDER if m in set(scored["method"])]:
+        part = scored[scored["method"] == method]
+        row = {"method": method, "queries": len(part)}
+        for k in CUTOFFS:
+            row[f"best@{k}"] = part[f"best@{k}"].mean()
+            row[f"best@{k}_lo"], row[f"best@{k}_hi"] = bootstrap_mean_ci(part[f"best@{k}"].to_numpy())
+        texts = [t for s in part["suggestions"] for t in s]
+        row["suggestions_per_query"] = float(np.mean([len(s) for s in part["suggestions"]]))
+        row["self_bleu"] = float(np.nanmean([self_bleu(list(s)) for s in part["suggestions"]])) if len(part) else np.nan
+        if lexicon is not None:
+            fl = fluency(texts, lexicon)
+            row.update({"nonword": fl["nonword"], "repeat": fl["repeat"], "words": fl["words"]})
+        rows.append(row)
+    return pd.DataFrame(rows)

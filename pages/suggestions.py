@@ -1,0 +1,112 @@
+"""Suggestions page: type a query, see better queries proposed by the suggestion models trained on
+latent-traversal rewrites (plain, and with pseudo-relevance feedback) beside RM3 and Sampling+QD,
+each with the dense ranker's nDCG@10 where the collection judges the query (Adolphs et al. 2022, Section 4)."""
+import pandas as pd
+import streamlit as st
+
+from eqi_core.errors import DataError
+from eqi_core.suggestion.model import find_suggester
+from eqi_core.suggestion.panel import CHOICES, suggestion_table
+from pages._sidebar import COLLECTION_KEY, sidebar
+from pages._state import current_collection, get_store, latent_encoder, suggestion_space_or_stop
+from pages._url import copy_link, page_header, sync_url
+
+MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
+                 "all": "both suggesters and the RM3 / Sampling+QD baselines"}
+
+sidebar()
+collection = current_collection()
+if collection is None:
+    st.stop()
+spec = st.session_state[COLLECTION_KEY]
+first_query = collection.queries["text"].iloc[0] if len(collection.queries) else ""
+URL = {"sug_query": ("query", str, first_query), "sug_model": ("model", str, "all")}
+link = page_header("Query suggestions", "Better queries for a search, from models trained on the rewrites that latent "
+                   "traversal found (the query walked to its gold passage, every step decoded, the successful ones "
+                   "kept): with pseudo-relevance feedback (the ranker's top-5 passages) and without.", URL)
+encoder_id = latent_encoder("Suggestions are made and scored (its dense ranker)")
+if st.session_state.get("sug_model") not in CHOICES:
+    st.warning(f"Ignoring model={st.session_state.get('sug_model')!r}: expected one of {', '.join(CHOICES)}.")
+    st.session_state["sug_model"] = "all"
+space = suggestion_space_or_stop(spec, encoder_id)
+
+c1, c2 = st.columns([3, 2])
+query = c1.text_input("Query", key="sug_query", placeholder="e.g. a query from the log, or your own")
+model = c2.selectbox("Suggestions from", CHOICES, key="sug_model", format_func=MODEL_CHOICES.get)
+with link:
+    copy_link(sync_url(URL))
+if not query.strip():
+    st.info("Type a query: logged queries with judgments show each suggestion's nDCG@10.")
+    st.stop()
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _tables() -> dict:
+    return {}
+
+
+key = (spec, encoder_id, " ".join(query.split()), model)
+tables = _tables()
+if key not in tables:
+    with st.spinner("Suggesting (decoding and re-encoding candidates; about a second per model)..."):
+        try:
+            tables[key] = suggestion_table(space, get_store(), query, model)
+        except DataError as exc:
+            st.error(str(exc))
+            st.stop()
+    if len(tables) > 64:
+        tables.pop(next(iter(tables)))
+table = tables[key]
+query_id = collection.find_query(query)
+gold = space.gold_passage(query_id) if query_id else None
+judged = gold is not None
+if judged:
+    original = float(table["ndcg10"].iloc[0])
+    best = table.iloc[1:].groupby("model")["ndcg10"].max()
+    m = st.columns(1 + len(best))
+    m[0].metric("nDCG@10 of the query", f"{original:.3f}")
+    for col, (name, value) in zip(m[1:], best.items()):
+        col.metric(f"Best of {name}", f"{value:.3f}", delta=f"{value - original:+.3f}")
+    reach = table.iloc[1:][table["gold_rank"].iloc[1:] == 1]
+    if len(reach):
+        st.success(f"{len(reach)} suggestion(s) rank the gold passage {gold} first: "
+                   + "; ".join(f"“{t}” ({m})" for t, m in zip(reach["suggestion"][:3], reach["model"][:3])),
+                   icon=":material/lightbulb:")
+    else:
+        st.info(f"No suggestion ranks the gold passage {gold} first.", icon=":material/info:")
+else:
+    st.caption("This query has no judgments in the collection: suggestions are shown without nDCG@10.")
+
+shown = table.rename(columns={"ndcg10": "nDCG@10", "gold_rank": "gold passage's rank"})
+if not judged:
+    shown = shown.drop(columns=["nDCG@10", "gold passage's rank"])
+st.markdown("**Suggestions** (select a row to see its top results)")
+picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="sug_table",
+                      column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f")})
+st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "suggestions.csv", key="sug_csv",
+                   icon=":material/download:")
+rows = getattr(getattr(picked, "selection", None), "rows", None) or []
+row = int(rows[0]) if rows else 0
+st.markdown(f"**Top 10 for** “{table['suggestion'].iloc[row]}” ({table['model'].iloc[row]})")
+emb = space.encode([table["suggestion"].iloc[row]])[0]
+top = space.judged_top(emb, query_id, gold or "", 10)
+if not judged:
+    top = top.drop(columns=["grade", "target"])
+else:
+    top["target"] = top["target"].str.replace("target", "gold")
+st.dataframe(top, hide_index=True, key="sug_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+
+with st.expander("About the suggestion models: training data and evaluation (eqi train-suggester, eqi eval-suggestions)"):
+    for kind in ("prf", "plain"):
+        try:
+            card = find_suggester(kind, space.encoder, get_store()).card
+        except DataError as exc:
+            st.caption(str(exc))
+            continue
+        data = card.get("dataset", {})
+        st.caption(f"**{card.get('label')}**: {card.get('parameters', 0):,} parameters, trained on "
+                   f"{card.get('training_rewrites', 0):,} successful rewrites of {data.get('queries', 0):,} training "
+                   f"queries ({', '.join(data.get('per_collection', {}))}) by `{card.get('command', '')}`. "
+                   f"Checkpoint `{card.get('_folder')}`.")
+        if card.get("evaluation"):
+            st.dataframe(pd.DataFrame(card["evaluation"]), hide_index=True, key=f"sug_eval_{kind}")

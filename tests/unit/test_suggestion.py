@@ -1,0 +1,225 @@
+"""Query suggestion: the reformulation dataset (filters, resumable build, statistics), the suggestion
+heads (residual start, plain ignores feedback, bit-for-bit resume), diverse picking, suggesting, and
+bad input. Everything on the tiny fixture collection with the shipped natural decoder; no real training."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from eqi_core.decoder.base import DecoderError, words
+from eqi_core.errors import DataError
+from eqi_core.suggestion.dataset import FEEDBACK, ReformulationRecipe, build_reformulations, dataset_statistics, read_reformulations, successful_pairs
+from eqi_core.suggestion.model import (
+    SuggesterConfig,
+    SuggesterTraining,
+    SuggestionHead,
+    load_suggester,
+    pick_diverse,
+    save_suggester,
+    train_loop,
+    train_suggester,
+)
+
+RECIPE = ReformulationRecipe(steps=3, beam=1, max_queries=10, golds_per_query=2, heldout_share=0.0, chunk=2)
+
+
+@pytest.fixture(scope="module")
+def natural_space(tiny, tmp_path_factory):
+    from eqi_core.decoder.space import open_space, shipped_natural_decoder
+    from eqi_core.store import ArtifactStore
+
+    store = ArtifactStore(tmp_path_factory.mktemp("suggest_store"))
+    space = open_space(tiny, store, "minilm-l6", shipped_natural_decoder("minilm-l6"), progress=lambda d, t: None)
+    return space, store
+
+
+@pytest.fixture(scope="module")
+def dataset(natural_space):
+    space, store = natural_space
+    return build_reformulations([space], store, RECIPE, progress=lambda d, t: None)
+
+
+# -- the dataset ---------------------------------------------------------------------------------------
+def test_every_judged_pair_is_walked_and_success_is_the_papers_three_filters(dataset, tiny):
+    walks, steps, stats = read_reformulations(dataset.path)
+    judged = tiny.qrels[tiny.qrels["relevance"] > 0]
+    expected = sum(min(2, n) for n in judged.groupby("query_id").size())
+    assert len(walks) == expected == stats["walks"]
+    assert len(steps) == expected * RECIPE.steps
+    assert set(steps["step"]) == {1, 2, 3}
+    merged = steps.merge(walks, left_on="walk", right_index=True)
+    differs = [" ".join(words(r)) != " ".join(words(q)) for r, q in zip(merged["rewrite"], merged["query"])]
+    recomputed = ((merged["gold_rank"] == 1) & (merged["ndcg10"] > merged["orig_ndcg10"])
+                  & (merged["ip"] > merged["orig_ip"]) & np.array(differs))
+    assert (recomputed.to_numpy() == merged["success"].to_numpy()).all()
+    assert all(len(f) == FEEDBACK for f in walks["feedback"])
+    ctx = np.load(dataset.path / "context_emb.npy")
+    assert ctx.shape == (len(walks), 1 + FEEDBACK, 384)
+    assert np.load(dataset.path / "rewrite_emb.npy").shape == (len(steps), 384)
+    assert dataset.params["recipe"]["steps"] == 3 and dataset.params["filters"]  # provenance
+
+
+def test_build_resumes_from_its_parts_to_the_same_dataset(natural_space, dataset, tmp_path):
+    from eqi_core.store import ArtifactStore
+
+    space, _ = natural_space
+    store = ArtifactStore(tmp_path / "resume")
+    assert build_reformulations([space], store, RECIPE, deadline=0.0) is None  # past its deadline: nothing built
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_first_part(done, total):
+        raise Killed
+
+    with pytest.raises(Killed):
+        build_reformulations([space], store, RECIPE, progress=kill_after_first_part)
+    assert len(list(store.root.rglob("part-*.steps.parquet"))) == 1
+    seen = []
+    art = build_reformulations([space], store, RECIPE, progress=lambda d, t: seen.append((d, t)))
+    assert seen[0][0] > RECIPE.chunk - 1  # the first part was not walked again
+    for a, b in zip(read_reformulations(art.path)[:2], read_reformulations(dataset.path)[:2]):
+        pd.testing.assert_frame_equal(a, b)
+    np.testing.assert_array_equal(np.load(art.path / "rewrite_emb.npy"), np.load(dataset.path / "rewrite_emb.npy"))
+    assert not list(store.root.rglob("*.work"))  # the parts are gone once the dataset exists
+
+
+def test_statistics_on_a_hand_made_dataset():
+    walks = pd.DataFrame({"query_id": ["a", "a", "b"], "query": ["x", "x", "y"], "doc_id": ["d1", "d2", "d3"],
+                          "collection": "c", "feedback": [["d1"]] * 3, "orig_ndcg10": [0.0, 0.5, 1.0],
+                          "orig_ip": [0.2, 0.3, 0.9]})
+    steps = pd.DataFrame({"walk": [0, 0, 1, 1, 2, 2], "step": [1, 2, 1, 2, 1, 2],
+                          "rewrite": ["p q", "P  q", "r", "s", "t", "u"], "ndcg10": [1.0, 1.0, 0.2, 0.6, 1.0, 1.0],
+                          "ip": [0.5, 0.6, 0.1, 0.4, 0.95, 0.96], "gold_rank": [1, 1, 3, 2, 1, 1],
+                          "success": [True, True, False, False, False, False]})
+    stats = dataset_statistics(walks, steps)
+    assert stats["successful_steps"] == 2
+    assert stats["successful_rewrites"] == 1  # "p q" and "P  q" are one rewrite
+    assert stats["queries_with_success"] == 0.5  # a has one, b none
+    assert stats["per_collection"]["c"]["best_rewrite_ndcg10"] == pytest.approx((1.0 + 0.6 + 1.0) / 3, abs=1e-4)
+    assert sum(stats["figure4"]["ndcg_original"]) == sum(stats["figure4"]["ndcg_best"]) == 3
+    assert len(successful_pairs(walks, steps)) == 1
+
+
+def test_a_collection_without_judgments_is_one_line(natural_space):
+    from dataclasses import replace
+
+    from eqi_core.suggestion.dataset import walk_items
+
+    space, _ = natural_space
+    bare = replace(space, collection=replace(space.collection, qrels=space.collection.qrels.iloc[:0]))
+    with pytest.raises(DataError, match="no relevance judgments"):
+        walk_items(bare, RECIPE)
+
+
+# -- the heads ------------------------------------------------------------------------------------------
+def _context(n=4, dim=8, seed=0):
+    x = torch.from_numpy(np.random.default_rng(seed).standard_normal((n, 1 + FEEDBACK, dim)).astype(np.float32))
+    return torch.nn.functional.normalize(x, dim=-1)
+
+
+def test_an_untrained_head_suggests_the_query_and_plain_ignores_feedback():
+    for kind in ("plain", "prf"):
+        head = SuggestionHead(SuggesterConfig(kind, 8, "enc", layers=1, heads=2)).eval()
+        ctx = _context()
+        torch.testing.assert_close(head(ctx), ctx[:, 0])  # zero-initialised residual: the query itself
+    plain = SuggestionHead(SuggesterConfig("plain", 8, "enc", layers=1, heads=2))
+    torch.nn.init.normal_(plain.out.weight)
+    plain.eval()
+    a, b = _context(seed=1), _context(seed=2)
+    b[:, 0] = a[:, 0]
+    torch.testing.assert_close(plain(a), plain(b))  # same query, other feedback: same point
+    prf = SuggestionHead(SuggesterConfig("prf", 8, "enc", layers=1, heads=2))
+    torch.nn.init.normal_(prf.out.weight)
+    assert not torch.allclose(prf.eval()(a), prf(b))
+    with pytest.raises(DataError, match="suggester kind"):
+        SuggestionHead(SuggesterConfig("magic", 8, "enc"))
+
+
+def _synthetic(n=64, dim=8):
+    ctx = _context(n, dim).numpy()
+    target = ctx[:, 1:].mean(1)  # the rewrite lies towards the feedback: learnable by PRF
+    return {"context": ctx, "walk": np.arange(n), "rewrite": target, "val": np.arange(n) % 8 == 0, "stats": {}}
+
+
+def test_training_resumes_bit_for_bit(tmp_path):
+    cfg = SuggesterTraining(steps=40, batch_size=8, lr=1e-2, warmup=5, layers=1, heads=2)
+    model_cfg = SuggesterConfig("prf", 8, "enc", layers=1, heads=2)
+    torch.manual_seed(0)
+    straight = SuggestionHead(model_cfg)
+    (tmp_path / "a").mkdir()
+    losses = train_loop(straight, _synthetic(), cfg, tmp_path / "a")
+    torch.manual_seed(0)
+    stopped = SuggestionHead(model_cfg)
+    (tmp_path / "b").mkdir()
+    train_loop(stopped, _synthetic(), SuggesterTraining(**{**cfg.__dict__, "steps": 40}), tmp_path / "b", deadline=0.0)
+    resumed = SuggestionHead(model_cfg)
+    losses_b = train_loop(resumed, _synthetic(), cfg, tmp_path / "b")
+    assert losses == losses_b
+    for p, q in zip(straight.parameters(), resumed.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])  # it learns the direction to the feedback
+
+
+def test_pick_diverse_by_hand():
+    texts = ["red apple pie", "red apple tart", "green pear"]
+    # scores favour the two apples, but the second shares 2 of 4 words with the first: 0.9 - 0.5 * 0.5 = 0.65 < 0.7
+    assert pick_diverse(texts, np.array([1.0, 0.9, 0.7]), 3) == [0, 2, 1]
+    assert pick_diverse(texts, np.array([1.0, 0.9, 0.7]), 1) == [0]
+
+
+# -- suggesting ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_suggester(dataset, natural_space):
+    space, store = natural_space
+    cfg = SuggesterTraining(steps=20, batch_size=2, lr=1e-3, warmup=2, layers=1, heads=2, validation_share=0.0)
+    return train_suggester(dataset, "prf", space.encoder, store, cfg)
+
+
+def test_suggestions_are_distinct_never_the_query_and_at_most_ten(natural_space, tiny_suggester):
+    space, _ = natural_space
+    out = tiny_suggester.suggest(space, "River   Bank")
+    assert 1 <= len(out) <= 10
+    norm = [" ".join(words(t)) for t in out]
+    assert "river bank" not in norm and len(set(norm)) == len(norm)
+    assert tiny_suggester.card["kind"] == "prf" and tiny_suggester.card["dataset"]["key"]
+
+
+def test_saved_suggester_round_trips_and_another_encoder_is_refused(natural_space, tiny_suggester, tmp_path):
+    from eqi_core.rankers import load_encoder
+
+    space, _ = natural_space
+    save_suggester(tiny_suggester.head, tmp_path / "s", {"kind": "prf"})
+    again = load_suggester(tmp_path / "s", space.encoder)
+    ctx = _context(2, 384).numpy()
+    np.testing.assert_allclose(again.point(ctx), tiny_suggester.point(ctx), atol=2e-3)  # fp16 weights
+    with pytest.raises(DecoderError, match="trained for encoder 'minilm-l6'"):
+        load_suggester(tmp_path / "s", load_encoder("minilm-l3-onnx"))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "card.json").write_text(json.dumps({"config": {"kind": "prf"}}))
+    with pytest.raises(DecoderError, match="not a suggester card"):
+        load_suggester(tmp_path / "bad", space.encoder)
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_empty_query_is_one_line(natural_space, tiny_suggester, query):
+    space, _ = natural_space
+    with pytest.raises(DecoderError, match="query: empty"):
+        tiny_suggester.suggest(space, query)
+
+
+def test_suggestion_table_scores_judged_queries_and_leaves_typed_ones_unscored(natural_space, tiny_suggester):
+    from eqi_core.suggestion.panel import suggestion_table
+
+    space, store = natural_space
+    judged = suggestion_table(space, store, "river bank", "prf", 5, tiny_suggester.card["_folder"])
+    assert judged["model"].iloc[0] == "original query" and judged["suggestion"].iloc[0] == "river bank"
+    assert judged["ndcg10"].notna().all() and (judged["gold_rank"] >= 1).all()
+    expected = space.ndcg10(space.encode(judged["suggestion"].tolist()), [space.judgments["q1"]] * len(judged))
+    np.testing.assert_allclose(judged["ndcg10"], expected)
+    typed = suggestion_table(space, store, "volcanic ash clouds", "prf", 5, tiny_suggester.card["_folder"])
+    assert typed["ndcg10"].isna().all()
+    with pytest.raises(DecoderError, match="expected one of prf, plain, all"):
+        suggestion_table(space, store, "river bank", "best")
