@@ -659,6 +659,8 @@ def eval_suggestions_cmd(
     data: Path | None = DataRootOpt,
     seed: int = typer.Option(0, "--seed"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary.csv, lists.jsonl and summary.json here"),
+    write_card: list[Path] = typer.Option([], "--write-card", help="also store the table in these suggester folders' "
+                                          "card.json (rows of the same collections replaced); the page shows it"),
 ) -> None:
     """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
     feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
@@ -695,6 +697,14 @@ def eval_suggestions_cmd(
             pd.concat(lists, ignore_index=True).to_json(tmp, orient="records", lines=True)
         atomic_write(output_dir / "summary.json", json.dumps({"samples": {"queries": queries, "seed": seed,
                      "all_queries": all_queries}, "rows": table.to_dict(orient="records")}, indent=1, default=str))
+    for folder in write_card:
+        from eqi_core.suggestion.model import CARD, read_suggester_card
+
+        card = read_suggester_card(folder)
+        names = set(table["collection"])
+        kept = [r for r in card.get("evaluation", []) if r.get("collection") not in names]
+        card["evaluation"] = kept + json.loads(table.to_json(orient="records"))
+        atomic_write(folder / CARD, json.dumps(card, indent=1, default=str))
 
 
 @app.command("eval-decoder")
@@ -904,6 +914,22 @@ def bench_decoder_cmd(
 
     space, heldout_q = _latent_space(collection, encoder, decoder)
     _echo_json(bench_decoder(space, heldout_q, queries, traversals), output)
+
+
+@bench_app.command("suggest")
+def bench_suggest_cmd(
+    collection: str = CollectionOpt,
+    encoder: str = EncoderOpt,
+    queries: int = typer.Option(20, "--queries", min=1, help="held-out queries to suggest for"),
+    output: Path | None = typer.Option(None, "--output", "-o"),
+) -> None:
+    """Ten suggestions for one query: p50 per suggestion model against Sampling+QD (target p50 <= 1 s)."""
+    from eqi_core.bench import bench_suggest
+    from eqi_core.suggestion.model import find_suggester
+
+    space, heldout_q = _suggestion_space(collection, encoder)
+    suggesters = {k: find_suggester(k, space.encoder, _store()) for k in ("prf", "plain")}
+    _echo_json(bench_suggest(space, suggesters, heldout_q, queries), output)
 
 
 @bench_app.command("exposure")

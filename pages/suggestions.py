@@ -5,8 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
+from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
 from eqi_core.suggestion.model import find_suggester
 from eqi_core.suggestion.panel import CHOICES, suggestion_table
+from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, get_store, latent_encoder, suggestion_space_or_stop
 from pages._url import copy_link, page_header, sync_url
@@ -97,16 +99,29 @@ else:
 st.dataframe(top, hide_index=True, key="sug_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
 
 with st.expander("About the suggestion models: training data and evaluation (eqi train-suggester, eqi eval-suggestions)"):
+    cards = {}
     for kind in ("prf", "plain"):
         try:
-            card = find_suggester(kind, space.encoder, get_store()).card
+            cards[kind] = find_suggester(kind, space.encoder, get_store()).card
         except DataError as exc:
             st.caption(str(exc))
-            continue
+    for card in cards.values():
         data = card.get("dataset", {})
         st.caption(f"**{card.get('label')}**: {card.get('parameters', 0):,} parameters, trained on "
                    f"{card.get('training_rewrites', 0):,} successful rewrites of {data.get('queries', 0):,} training "
                    f"queries ({', '.join(data.get('per_collection', {}))}) by `{card.get('command', '')}`. "
                    f"Checkpoint `{card.get('_folder')}`.")
-        if card.get("evaluation"):
-            st.dataframe(pd.DataFrame(card["evaluation"]), hide_index=True, key=f"sug_eval_{kind}")
+    card = cards.get("prf", {})
+    data = card.get("dataset", {})
+    if data.get("figure4"):
+        st.markdown(f"**The reformulation dataset** ({data.get('successful_rewrites', 0):,} successful rewrites; "
+                    f"{data.get('queries_with_success', 0):.0%} of the walked queries have at least one)")
+        st.plotly_chart(reformulation_histograms(data["figure4"]), config=PLOT_CONFIG, key="sug_fig4")
+    if card.get("evaluation"):
+        st.markdown("**Held-out evaluation** (`eqi eval-suggestions`: best-of-k nDCG@10 with bootstrap 95% intervals "
+                    "over queries; the oracle walk knows the gold passage and is an upper reference)")
+        table = pd.DataFrame(card["evaluation"])
+        for name, part in table.groupby("collection", sort=False):
+            st.plotly_chart(suggestion_intervals(part, f"{name}: best of k suggestions"), config=PLOT_CONFIG,
+                            key=f"sug_eval_{name}")
+        st.dataframe(table, hide_index=True, key="sug_eval_table")

@@ -296,9 +296,14 @@ class NaturalDecoderModel:
 
     def sample(self, embedding: np.ndarray, n: int = 10, top_p: float = 0.9, seed: int = 0,
                temperature: float = 1.0) -> list[str]:
-        x = torch.from_numpy(as_matrix(embedding, self.model.cfg.encoder_dim))[:1]
+        return self.sample_rows(as_matrix(embedding, self.model.cfg.encoder_dim)[:1], n, top_p, seed, temperature)[0]
+
+    def sample_rows(self, embeddings: np.ndarray, n: int = 10, top_p: float = 0.9, seed: int = 0,
+                    temperature: float = 1.0) -> list[list[str]]:
+        """``n`` nucleus samples for each row, in one batched pass (one generator for the batch)."""
+        x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         gen = torch.Generator().manual_seed(seed)
-        return [self.text(ids) for ids in sample(self.model, x, n, top_p, self.first_banned, gen, temperature)[0]]
+        return [[self.text(ids) for ids in row] for row in sample(self.model, x, n, top_p, self.first_banned, gen, temperature)]
 
 
 def _stopwords() -> frozenset[str]:

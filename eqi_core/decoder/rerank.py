@@ -41,33 +41,48 @@ class RerankDecoder:
         return {"beam": self.beam, "samples": self.samples if hasattr(self.base, "sample") else 0, "top_p": self.top_p,
                 "temperature": self.temperature, "feedback_rounds": self.rounds, "feedback_beam": 4}
 
-    def _cos(self, texts: list[str], target: np.ndarray) -> np.ndarray:
-        self.stats["encoded"] += len(texts)
-        return self.encoder.encode(texts, batch_size=256) @ target
-
     def decode(self, embeddings: np.ndarray, n: int = 5) -> list[list[Candidate]]:
+        """All rows at once: one batched beam search, one batched sampling pass, one batched
+        feedback round (the decoder's output layer is memory-bound, so rows share its cost)."""
         x = as_matrix(embeddings)
-        beams = self.base.decode(x, n=self.beam, beam=self.beam)
-        return [self._one(t, [c.text for c in b], n) for t, b in zip(x, beams)]
-
-    def _one(self, target: np.ndarray, beam: list[str], n: int) -> list[Candidate]:
-        first = " ".join(words(beam[0])) if beam else ""
-        pool = list(beam)
-        if self.samples and hasattr(self.base, "sample"):
-            pool += self.base.sample(target, n=self.samples, top_p=self.top_p, seed=0, temperature=self.temperature)
-        texts = fluent(pool)
-        cos = dict(zip(texts, self._cos(texts, target).tolist())) if texts else {}
+        beams = [[c.text for c in b] for b in self.base.decode(x, n=self.beam, beam=self.beam)]
+        pools = [list(b) for b in beams]
+        if self.samples and hasattr(self.base, "sample_rows"):
+            for pool, extra in zip(pools, self.base.sample_rows(x, self.samples, self.top_p, 0, self.temperature)):
+                pool += extra
+        elif self.samples and hasattr(self.base, "sample"):
+            for pool, t in zip(pools, x):
+                pool += self.base.sample(t, n=self.samples, top_p=self.top_p, seed=0, temperature=self.temperature)
+        cos = self._score_rows([fluent(p) for p in pools], x)
         for _ in range(self.rounds):
-            if not cos:
+            live = [i for i, c in enumerate(cos) if c]
+            if not live:
                 break
-            best = max(cos, key=cos.get)
-            e_best = self.encoder.encode([best])[0]
-            push = target + (target - e_best)
-            more = [c.text for c in self.base.decode(push[None] / np.linalg.norm(push), n=4, beam=4)[0]]
-            new = [t for t in fluent(more) if t not in cos]
-            if not new:
-                break
-            cos.update(zip(new, self._cos(new, target).tolist()))
+            best = [max(cos[i], key=cos[i].get) for i in live]
+            e_best = self.encoder.encode(best, batch_size=256)
+            push = x[live] + (x[live] - e_best)
+            more = self.base.decode(push / np.linalg.norm(push, axis=1, keepdims=True), n=4, beam=4)
+            new = [[t for t in fluent([c.text for c in m]) if t not in cos[i]] for i, m in zip(live, more)]
+            for i, scored in zip(live, self._score_rows(new, x[live])):
+                cos[i].update(scored)
+        return [self._ranked(c, b, n) for c, b in zip(cos, beams)]
+
+    def _score_rows(self, texts: list[list[str]], targets: np.ndarray) -> list[dict[str, float]]:
+        """Cosine of each row's texts to that row's target, with one encoder call for all rows."""
+        flat = [t for row in texts for t in row]
+        if not flat:
+            return [{} for _ in texts]
+        self.stats["encoded"] += len(flat)
+        emb = self.encoder.encode(flat, batch_size=256)
+        out, start = [], 0
+        for row, target in zip(texts, targets):
+            out.append(dict(zip(row, (emb[start:start + len(row)] @ target).tolist())))
+            start += len(row)
+        return out
+
+    @staticmethod
+    def _ranked(cos: dict[str, float], beam: list[str], n: int) -> list[Candidate]:
+        first = " ".join(words(beam[0])) if beam else ""
         ranked = sorted(cos.items(), key=lambda kv: -kv[1])
         out = [Candidate(t, float(c), float(c), "decoded" if " ".join(words(t)) == first else "corrected") for t, c in ranked]
         return dedupe(out, n)

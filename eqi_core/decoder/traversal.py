@@ -108,7 +108,13 @@ def traverse(space, query: str, target_id: str, steps: int = 10, mode: str = "li
     texts: list[str] = []
     sources: list[str] = []
     encoded: list[np.ndarray] = []  # with stop-early, each step is encoded as it is decoded
-    for k, point in enumerate(points):
+    if not stop_early:  # every point in one batched call (rows share the decoder's memory-bound steps)
+        for cands in dec.decode(points, n=1):
+            texts.append(cands[0].text)
+            sources.append(SOURCE_LABELS.get(cands[0].source, cands[0].source or "decoded"))
+        if progress:
+            progress(len(points), len(points))
+    for k, point in enumerate(points if stop_early else []):
         cand = dec.decode(point[None], n=1)[0][0]
         texts.append(cand.text)
         sources.append(SOURCE_LABELS.get(cand.source, cand.source or "decoded"))

@@ -105,8 +105,8 @@ def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.D
     rows = []
     first = scored.drop_duplicates("query_id")
     lo, hi = bootstrap_mean_ci(first["original"].to_numpy())
-    rows.append({"method": "original query", "queries": len(first), "best@1": first["original"].mean(),
-                 **{f"best@{k}": first["original"].mean() for k in CUTOFFS}, "best@10_lo": lo, "best@10_hi": hi})
+    rows.append({"method": "original query", "queries": len(first), **{f"best@{k}": first["original"].mean() for k in CUTOFFS},
+                 **{f"best@{k}_{end}": v for k in CUTOFFS for end, v in (("lo", lo), ("hi", hi))}})
     for method in [m for m in METHOD_ORDER if m in set(scored["method"])]:
         part = scored[scored["method"] == method]
         row = {"method": method, "queries": len(part)}

@@ -193,8 +193,7 @@ def train_suggester(dataset, kind: str, encoder, store: ArtifactStore, cfg: Sugg
     if len(losses) < cfg.steps:
         return None
     card = {"kind": kind, "label": MODEL_LABELS[kind], "config": asdict(model_cfg), "training": asdict(cfg),
-            "dataset": {"key": dataset.key, "params": dataset.params,
-                        **{k: v for k, v in data["stats"].items() if k != "figure4"}},
+            "dataset": {"key": dataset.key, "params": dataset.params, **data["stats"]},
             "training_rewrites": int((~data["val"]).sum()), "validation": validation_cosine(head, data),
             "loss_first_100": float(np.mean(losses[:100])), "loss_last_500": float(np.mean(losses[-500:])),
             "train_seconds_last_call": round(time.time() - started, 1), "command": command,

@@ -223,3 +223,20 @@ def test_suggestion_table_scores_judged_queries_and_leaves_typed_ones_unscored(n
     assert typed["ndcg10"].isna().all()
     with pytest.raises(DecoderError, match="expected one of prf, plain, all"):
         suggestion_table(space, store, "river bank", "best")
+
+
+def test_figures_draw_the_numbers_they_are_given():
+    from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
+
+    fig4 = {"ndcg_edges": [0, 0.5, 1], "ndcg_original": [3, 1], "ndcg_best": [1, 3],
+            "ip_edges": [0, 0.5, 1], "ip_original": [2, 2], "ip_best": [0, 4]}
+    fig = reformulation_histograms(fig4)
+    assert [list(t.y) for t in fig.data] == [[3, 1], [1, 3], [2, 2], [0, 4]]
+    summary = pd.DataFrame([{"method": "original query", "best@1": 0.4, "best@3": 0.4, "best@5": 0.4, "best@10": 0.4},
+                            {"method": "suggester (PRF)", "best@1": 0.5, "best@3": 0.6, "best@5": 0.6, "best@10": 0.7,
+                             "best@1_lo": 0.45, "best@1_hi": 0.55, "best@3_lo": 0.5, "best@3_hi": 0.7,
+                             "best@5_lo": 0.5, "best@5_hi": 0.7, "best@10_lo": 0.6, "best@10_hi": 0.8}])
+    fig = suggestion_intervals(summary)
+    assert len(fig.data) == 1 and list(fig.data[0].y) == [0.5, 0.6, 0.6, 0.7]
+    np.testing.assert_allclose(fig.data[0].error_y.array, [0.05, 0.1, 0.1, 0.1])
+    np.testing.assert_allclose(fig.data[0].error_y.arrayminus, [0.05, 0.1, 0.1, 0.1])
