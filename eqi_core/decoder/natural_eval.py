@@ -17,6 +17,8 @@
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
@@ -67,14 +69,15 @@ def real_words(table: pd.DataFrame, data_root) -> frozenset[str]:
     return lexicon_of(texts, wordnet_words())
 
 
-def wordnet_words() -> set[str]:
+@lru_cache(maxsize=1)
+def wordnet_words() -> frozenset[str]:
     """Every word of every WordNet lemma (index.sense, read as the WordNet collection reads it)."""
     from eqi_core.loaders.wordnet import find_wordnet_dir, read_senses
 
     out: set[str] = set()
     for lemma in read_senses(find_wordnet_dir())["lemma"].unique():
         out.update(words(str(lemma).replace("_", " ")))
-    return out
+    return frozenset(out)
 
 
 def fluency(texts: list[str], lexicon: frozenset[str]) -> dict:

@@ -45,52 +45,65 @@ class SuggesterConfig:
     kind: str
     dim: int
     encoder_id: str
-    layers: int = 2
-    heads: int = 4
+    hidden: int = 64
     dropout: float = 0.1
     arch: str = ARCH
 
 
 @dataclass(frozen=True)
 class SuggesterTraining:
-    steps: int = 4000
+    steps: int = 3000
     batch_size: int = 256
-    lr: float = 5e-4
+    lr: float = 1e-3
     weight_decay: float = 0.01
-    warmup: int = 200
-    layers: int = 2
-    heads: int = 4
+    warmup: int = 100
+    hidden: int = 64
     dropout: float = 0.1
-    validation_share: float = 0.05  # of the dataset's queries, by a hash of the id: early-stopping report only
+    validation_share: float = 0.05  # of the dataset's queries, by a hash of the id: picks the checkpoint
+    validate_every: int = 250
     seed: int = 0
 
     def validate(self) -> None:
-        if self.steps < 1 or self.batch_size < 2 or not 0 < self.lr < 1:
-            raise DataError(f"suggester training: steps {self.steps}, batch {self.batch_size}, lr {self.lr}: "
-                            "expected steps >= 1, batch >= 2, 0 < lr < 1")
+        if self.steps < 1 or self.batch_size < 2 or not 0 < self.lr < 1 or self.hidden < 1:
+            raise DataError(f"suggester training: steps {self.steps}, batch {self.batch_size}, lr {self.lr}, "
+                            f"hidden {self.hidden}: expected steps >= 1, batch >= 2, 0 < lr < 1, hidden >= 1")
 
 
 class SuggestionHead(nn.Module):
-    """Embedding of a successful rewrite from the query's (plain) or the query's and its feedback
-    passages' (PRF) embeddings; a residual on the query, so an untrained head suggests the query."""
+    """Embedding of a successful rewrite. PRF: a learned convex combination of the query and its
+    five feedback passages (each scored from its embedding and its product with the query, plus a
+    rank bias) and a small correction; plain: the query plus a small correction from the query.
+    Small on purpose: a 3.7M-parameter transformer memorised the ~15k training rewrites (validation
+    cosine 0.44, below the plain feedback centroid's 0.47). Untrained, plain returns the query and
+    PRF the centroid of the query and its feedback."""
 
     def __init__(self, cfg: SuggesterConfig):
         super().__init__()
         if cfg.kind not in KINDS:
             raise DataError(f"suggester kind {cfg.kind!r}: expected one of {', '.join(KINDS)}")
         self.cfg = cfg
-        self.slots = nn.Parameter(torch.zeros(1 + FEEDBACK, cfg.dim))  # query, feedback rank 1..5
-        layer = nn.TransformerEncoderLayer(cfg.dim, cfg.heads, 4 * cfg.dim, cfg.dropout, batch_first=True, norm_first=True)
-        self.body = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
-        self.out = nn.Linear(cfg.dim, cfg.dim)
-        nn.init.zeros_(self.out.weight)
-        nn.init.zeros_(self.out.bias)
+        self.score = nn.Sequential(nn.Linear(2 * cfg.dim, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
+                                   nn.Linear(cfg.hidden, 1))
+        self.rank_bias = nn.Parameter(torch.zeros(1 + FEEDBACK))  # query, feedback rank 1..5
+        self.delta = nn.Sequential(nn.Linear(cfg.dim, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
+                                   nn.Linear(cfg.hidden, cfg.dim))
+        for last in (self.score[-1], self.delta[-1]):
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
+
+    def weights(self, context: torch.Tensor) -> torch.Tensor:
+        """PRF: (batch, 1 + FEEDBACK) mixing weights of the query and its feedback passages."""
+        q = context[:, :1]
+        z = torch.cat([context, context * q], dim=-1)
+        return torch.softmax(self.score(z).squeeze(-1) + self.rank_bias, dim=-1)
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         """``context``: (batch, 1 + FEEDBACK, dim), the query first; plain reads the query only."""
-        x = context[:, :1] if self.cfg.kind == "plain" else context
-        h = self.body(x * 8.0 + self.slots[: x.shape[1]])  # unit vectors scaled to the layers' range
-        return F.normalize(context[:, 0] + self.out(h[:, 0]), dim=-1)
+        if self.cfg.kind == "plain":
+            base = context[:, 0]
+        else:
+            base = (self.weights(context)[..., None] * context).sum(1)
+        return F.normalize(base + self.delta(base), dim=-1)
 
 
 # -- training ---------------------------------------------------------------------------------------
@@ -109,34 +122,38 @@ def training_arrays(dataset_folder: Path, share: float) -> dict:
 
 
 def train_loop(head: SuggestionHead, data: dict, cfg: SuggesterTraining, work: Path,
-               progress: ProgressFn | None = None, deadline: float | None = None) -> list[float]:
-    """AdamW with warm-up and cosine decay on 1 - cos(predicted, rewrite); one torch.save checkpoint
-    every 250 steps (model, optimizer, scheduler, step, losses), so a rerun resumes bit for bit."""
+               progress: ProgressFn | None = None, deadline: float | None = None) -> tuple[list[float], dict]:
+    """AdamW with warm-up and cosine decay on 1 - cos(predicted, rewrite); every ``validate_every``
+    steps the validation queries' cosine picks the weights kept (the best so far). One torch.save
+    checkpoint at each validation (model, optimizer, scheduler, step, losses, best), so a rerun
+    resumes bit for bit. Returns the losses and the selection (best step, its cosine, the curve)."""
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     factor = lambda s: min(1.0, (s + 1) / cfg.warmup) * 0.5 * (1 + math.cos(math.pi * min(s, cfg.steps) / cfg.steps))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     ckpt = work / "checkpoint.pt"
     step, losses = 0, []
+    best = {"step": 0, "cos": -2.0, "curve": [], "state": {k: v.clone() for k, v in head.state_dict().items()}}
     if ckpt.is_file():
         state = torch.load(ckpt, weights_only=True)
         head.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
-        step, losses = int(state["step"]), list(state["losses"])
+        step, losses, best = int(state["step"]), list(state["losses"]), state["best"]
     train_idx = np.flatnonzero(~data["val"])
     if len(train_idx) < cfg.batch_size:
         raise DataError(f"reformulation dataset: {len(train_idx)} training rewrites; at least {cfg.batch_size} needed")
     context = torch.from_numpy(data["context"].astype(np.float32))
-    rewrite = torch.from_numpy(data["rewrite"].astype(np.float32))
+    rewrite = F.normalize(torch.from_numpy(data["rewrite"].astype(np.float32)), dim=-1)
     walk = torch.from_numpy(data["walk"])
-    head.train()
+    has_val = bool(data["val"].any())
     while step < cfg.steps:
+        head.train()
         rng = np.random.default_rng(cfg.seed * 1_000_003 + step)  # batches depend on the step only
         batch = torch.from_numpy(train_idx[rng.choice(len(train_idx), cfg.batch_size, replace=False)])
         torch.manual_seed(cfg.seed * 1_000_003 + step)
         pred = head(context[walk[batch]])
-        loss = (1 - (pred * F.normalize(rewrite[batch], dim=-1)).sum(-1)).mean()
+        loss = (1 - (pred * rewrite[batch]).sum(-1)).mean()
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(head.parameters(), 1.0)
@@ -146,14 +163,24 @@ def train_loop(head: SuggestionHead, data: dict, cfg: SuggesterTraining, work: P
         step += 1
         if progress:
             progress(step, cfg.steps)
-        if step % 250 == 0 or step == cfg.steps or (deadline is not None and time.time() > deadline):
+        stopping = deadline is not None and time.time() > deadline
+        scheduled = step % cfg.validate_every == 0 or step == cfg.steps
+        if scheduled:
+            cos = validation_cosine(head, data)["cos_predicted"] if has_val else 1 - float(np.mean(losses[-50:]))
+            best["curve"].append([step, cos])
+            if cos > best["cos"]:
+                best.update(step=step, cos=cos, state={k: v.clone() for k, v in head.state_dict().items()})
+        if scheduled or stopping:
             with atomic_path(ckpt) as tmp:
                 torch.save({"model": head.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                            "step": step, "losses": losses}, tmp)
-            if deadline is not None and time.time() > deadline and step < cfg.steps:
+                            "step": step, "losses": losses, "best": best}, tmp)
+            if stopping and step < cfg.steps:
                 break
+    if step >= cfg.steps:
+        head.load_state_dict(best["state"])
     head.eval()
-    return losses
+    return losses, {"best_step": best["step"], "best_validation_cos": round(best["cos"], 4),
+                    "validation_curve": [[int(a), round(float(b), 4)] for a, b in best["curve"]]}
 
 
 @torch.no_grad()
@@ -165,7 +192,7 @@ def validation_cosine(head: SuggestionHead, data: dict) -> dict:
     ctx = torch.from_numpy(data["context"][data["walk"][idx]].astype(np.float32))
     target = F.normalize(torch.from_numpy(data["rewrite"][idx].astype(np.float32)), dim=-1)
     pred = head.eval()(ctx)
-    return {"rewrites": len(idx), "cos_predicted": round(float((pred * target).sum(-1).mean()), 4),
+    return {"rewrites": len(idx), "cos_predicted": float((pred * target).sum(-1).mean()),
             "cos_query": round(float((F.normalize(ctx[:, 0], dim=-1) * target).sum(-1).mean()), 4),
             "cos_feedback_mean": round(float((F.normalize(ctx[:, 1:].mean(1), dim=-1) * target).sum(-1).mean()), 4)}
 
@@ -184,17 +211,19 @@ def train_suggester(dataset, kind: str, encoder, store: ArtifactStore, cfg: Sugg
     if found is not None:
         return load_suggester(found.path, encoder)
     data = training_arrays(dataset.path, cfg.validation_share)
-    model_cfg = SuggesterConfig(kind, int(data["context"].shape[-1]), encoder.id, cfg.layers, cfg.heads, cfg.dropout)
+    model_cfg = SuggesterConfig(kind, int(data["context"].shape[-1]), encoder.id, cfg.hidden, cfg.dropout)
     torch.manual_seed(cfg.seed)
     head = SuggestionHead(model_cfg)
     work = store.work_dir("suggester", params)
     started = time.time()
-    losses = train_loop(head, data, cfg, work, progress, deadline)
+    losses, selection = train_loop(head, data, cfg, work, progress, deadline)
     if len(losses) < cfg.steps:
         return None
     card = {"kind": kind, "label": MODEL_LABELS[kind], "config": asdict(model_cfg), "training": asdict(cfg),
             "dataset": {"key": dataset.key, "params": dataset.params, **data["stats"]},
-            "training_rewrites": int((~data["val"]).sum()), "validation": validation_cosine(head, data),
+            "training_rewrites": int((~data["val"]).sum()),
+            "validation": {k: round(v, 4) if isinstance(v, float) else v for k, v in validation_cosine(head, data).items()},
+            "selection": selection,
             "loss_first_100": float(np.mean(losses[:100])), "loss_last_500": float(np.mean(losses[-500:])),
             "train_seconds_last_call": round(time.time() - started, 1), "command": command,
             "parameters": sum(p.numel() for p in head.parameters())}
@@ -312,11 +341,30 @@ class Suggester:
         return decode_suggestions(space, query, q, target, n, seed)
 
 
+_LEXICONS: dict[str, frozenset[str]] = {}
+
+
+def collection_lexicon(collection) -> frozenset[str]:
+    """Words a suggestion may use: those of the collection's passages and queries and WordNet's
+    lemmas (shipped with the project). Cached per collection fingerprint."""
+    if collection.fingerprint not in _LEXICONS:
+        from eqi_core.decoder.natural_eval import lexicon_of, wordnet_words
+
+        try:
+            extra = wordnet_words()
+        except (OSError, DataError):
+            extra = set()
+        _LEXICONS.clear()  # one collection at a time: a lexicon is up to a few MB
+        _LEXICONS[collection.fingerprint] = lexicon_of(collection.passage_texts() + collection.queries["text"].tolist(), extra)
+    return _LEXICONS[collection.fingerprint]
+
+
 def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,
                        seed: int = 0) -> list[str]:
     """Decode points from the query towards ``target`` (and a little past it) with beam search, plus
-    nucleus samples at ``target``; keep fluent distinct candidates other than the query; rank by
-    cosine to ``target`` with a word-overlap penalty (maximal marginal relevance)."""
+    nucleus samples at ``target``; keep fluent distinct candidates other than the query (no repeated
+    content word, no word outside ``collection_lexicon``); rank by cosine to ``target`` with a
+    word-overlap penalty (maximal marginal relevance)."""
     model = space.model
     fractions = np.array([0.5, 0.75, 1.0, 1.25])[:, None]
     points = (q[None] + fractions * (target - q)[None]).astype(np.float32)
@@ -332,6 +380,9 @@ def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: 
             texts.append(" ".join(text.split()))
     if not texts:
         return []
+    known = collection_lexicon(space.collection)
+    real = [t for t in texts if all(w in known or w.isdigit() for w in words(t))]
+    texts = real or texts  # made-up words ("nanotechtomic") are set aside unless nothing else is left
     emb = space.encode(texts)
     scores = emb @ (target / np.linalg.norm(target))
     return [texts[i] for i in pick_diverse(texts, scores, n)]

@@ -120,20 +120,24 @@ def _context(n=4, dim=8, seed=0):
     return torch.nn.functional.normalize(x, dim=-1)
 
 
-def test_an_untrained_head_suggests_the_query_and_plain_ignores_feedback():
-    for kind in ("plain", "prf"):
-        head = SuggestionHead(SuggesterConfig(kind, 8, "enc", layers=1, heads=2)).eval()
-        ctx = _context()
-        torch.testing.assert_close(head(ctx), ctx[:, 0])  # zero-initialised residual: the query itself
-    plain = SuggestionHead(SuggesterConfig("plain", 8, "enc", layers=1, heads=2))
-    torch.nn.init.normal_(plain.out.weight)
+def test_untrained_heads_and_plain_ignores_feedback():
+    ctx = _context()
+    plain = SuggestionHead(SuggesterConfig("plain", 8, "enc", hidden=4)).eval()
+    torch.testing.assert_close(plain(ctx), ctx[:, 0])  # zero-initialised correction: the query itself
+    prf = SuggestionHead(SuggesterConfig("prf", 8, "enc", hidden=4)).eval()
+    centroid = torch.nn.functional.normalize(ctx.mean(1), dim=-1)  # equal weights on the query and its 5 passages
+    torch.testing.assert_close(prf(ctx), centroid)
+    torch.testing.assert_close(prf.weights(ctx), torch.full((4, 1 + FEEDBACK), 1 / (1 + FEEDBACK)))
+    torch.nn.init.normal_(plain.delta[-1].weight)
     plain.eval()
     a, b = _context(seed=1), _context(seed=2)
     b[:, 0] = a[:, 0]
     torch.testing.assert_close(plain(a), plain(b))  # same query, other feedback: same point
-    prf = SuggestionHead(SuggesterConfig("prf", 8, "enc", layers=1, heads=2))
-    torch.nn.init.normal_(prf.out.weight)
-    assert not torch.allclose(prf.eval()(a), prf(b))
+    torch.nn.init.normal_(prf.score[-1].weight)
+    assert not torch.allclose(prf(a), prf(b))
+    w = prf.weights(a)
+    torch.testing.assert_close(w.sum(-1), torch.ones(4))  # a convex combination
+    assert (w > 0).all()
     with pytest.raises(DataError, match="suggester kind"):
         SuggestionHead(SuggesterConfig("magic", 8, "enc"))
 
@@ -144,23 +148,28 @@ def _synthetic(n=64, dim=8):
     return {"context": ctx, "walk": np.arange(n), "rewrite": target, "val": np.arange(n) % 8 == 0, "stats": {}}
 
 
-def test_training_resumes_bit_for_bit(tmp_path):
-    cfg = SuggesterTraining(steps=40, batch_size=8, lr=1e-2, warmup=5, layers=1, heads=2)
-    model_cfg = SuggesterConfig("prf", 8, "enc", layers=1, heads=2)
+def test_training_resumes_bit_for_bit_and_keeps_the_best_validated_weights(tmp_path):
+    cfg = SuggesterTraining(steps=40, batch_size=8, lr=1e-2, warmup=5, hidden=8, validate_every=10)
+    model_cfg = SuggesterConfig("prf", 8, "enc", hidden=8)
     torch.manual_seed(0)
     straight = SuggestionHead(model_cfg)
     (tmp_path / "a").mkdir()
-    losses = train_loop(straight, _synthetic(), cfg, tmp_path / "a")
+    losses, picked = train_loop(straight, _synthetic(), cfg, tmp_path / "a")
     torch.manual_seed(0)
     stopped = SuggestionHead(model_cfg)
     (tmp_path / "b").mkdir()
     train_loop(stopped, _synthetic(), SuggesterTraining(**{**cfg.__dict__, "steps": 40}), tmp_path / "b", deadline=0.0)
     resumed = SuggestionHead(model_cfg)
-    losses_b = train_loop(resumed, _synthetic(), cfg, tmp_path / "b")
-    assert losses == losses_b
+    losses_b, picked_b = train_loop(resumed, _synthetic(), cfg, tmp_path / "b")
+    assert losses == losses_b and picked == picked_b
     for p, q in zip(straight.parameters(), resumed.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert np.mean(losses[-5:]) < np.mean(losses[:5])  # it learns the direction to the feedback
+    curve = dict(map(tuple, picked["validation_curve"]))
+    assert list(curve) == [10, 20, 30, 40] and picked["best_validation_cos"] == max(curve.values())
+    from eqi_core.suggestion.model import validation_cosine
+
+    assert validation_cosine(straight, _synthetic())["cos_predicted"] == pytest.approx(picked["best_validation_cos"], abs=1e-4)
 
 
 def test_pick_diverse_by_hand():
@@ -174,7 +183,7 @@ def test_pick_diverse_by_hand():
 @pytest.fixture(scope="module")
 def tiny_suggester(dataset, natural_space):
     space, store = natural_space
-    cfg = SuggesterTraining(steps=20, batch_size=2, lr=1e-3, warmup=2, layers=1, heads=2, validation_share=0.0)
+    cfg = SuggesterTraining(steps=20, batch_size=2, lr=1e-3, warmup=2, hidden=8, validation_share=0.0)
     return train_suggester(dataset, "prf", space.encoder, store, cfg)
 
 
