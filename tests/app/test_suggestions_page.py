@@ -39,7 +39,7 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
         idcg = sum(g / np.log2(i + 2) for i, g in enumerate(ideal))
         assert got == pytest.approx(dcg / idcg, abs=1e-6)
     metrics = {m.label: m.value for m in at.metric}
-    assert float(metrics["nDCG@10 of the query"]) == table["nDCG@10"].iloc[0]
+    assert float(metrics["nDCG@10 of the query"]) == pytest.approx(table["nDCG@10"].iloc[0], abs=5e-4)
     assert at.success or at.info  # which suggestions reach the gold passage
     top = at.dataframe[1].value  # the original query's top 10 until a row is picked
     assert len(top) == 10
