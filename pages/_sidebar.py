@@ -16,21 +16,30 @@ RANKER_KEY = "ranker_id"
 assert set(URL_NAMES) == {COLLECTION_KEY, RANKER_KEY}
 # Widget state is dropped when a page without the widget runs; these keys keep the choice.
 _KEPT = {COLLECTION_KEY: "_kept_collection_spec", RANKER_KEY: "_kept_ranker_id"}
+# A choice made by the app (an upload, a link) bumps the widget's generation: the browser then gets a
+# new widget showing it, instead of reconciling a server-set value with its own (a stale value sent
+# back on the next rerun would silently switch the collection back).
+_GENERATION = "_sidebar_generation"
 
 
-def _keep(widget_key: str) -> None:
-    st.session_state[_KEPT[widget_key]] = st.session_state[widget_key]
+def widget_key(key: str) -> str:
+    """The sidebar widget's key for ``key`` (COLLECTION_KEY or RANKER_KEY) in this session."""
+    return f"{key}__widget{st.session_state.get(_GENERATION, 0)}"
 
 
-def _restore(widget_key: str, default: str) -> str:
-    value = st.session_state.setdefault(_KEPT[widget_key], default)
-    st.session_state[widget_key] = value
-    return value
+def _keep(key: str) -> None:
+    st.session_state[_KEPT[key]] = st.session_state[widget_key(key)]
+
+
+def _choose(key: str, value: str) -> None:
+    if st.session_state.get(_KEPT[key]) != value:
+        st.session_state[_KEPT[key]] = value
+        st.session_state[_GENERATION] = st.session_state.get(_GENERATION, 0) + 1
 
 
 def use_collection(spec: str) -> None:
     """Select a collection in the sidebar from a page (e.g. after an upload); takes effect on rerun."""
-    st.session_state[_KEPT[COLLECTION_KEY]] = spec
+    _choose(COLLECTION_KEY, spec)
 
 
 def sidebar() -> None:
@@ -40,17 +49,17 @@ def sidebar() -> None:
     arriving = incoming()
     if "collection" in arriving:
         try:
-            st.session_state[_KEPT[COLLECTION_KEY]] = check_within_roots(arriving["collection"])
+            _choose(COLLECTION_KEY, check_within_roots(arriving["collection"]))
         except DataError as exc:
             st.warning(f"Ignoring the link's collection: {exc}")
     if "ranker" in arriving and arriving["ranker"] in RANKERS:
-        st.session_state[_KEPT[RANKER_KEY]] = arriving["ranker"]
+        _choose(RANKER_KEY, arriving["ranker"])
     from eqi_core.uploads import uploaded_collections
 
     options = {**discover_collections(), **uploaded_collections(get_store())}
     specs = list(options.values())
-    current = _restore(COLLECTION_KEY, "wordnet")
-    _restore(RANKER_KEY, DEFAULT_RANKER)
+    current = st.session_state.setdefault(_KEPT[COLLECTION_KEY], "wordnet")
+    ranker = st.session_state.setdefault(_KEPT[RANKER_KEY], DEFAULT_RANKER)
     if current not in specs:
         specs.append(current)
         options[current] = current
@@ -60,10 +69,12 @@ def sidebar() -> None:
         base, sep, log = spec.partition(LOG_SEPARATOR)
         return f"{labels.get(base, base)} + log {Path(log).name}" if sep else labels.get(spec, spec)
 
-    st.sidebar.selectbox("Collection", specs, key=COLLECTION_KEY, on_change=_keep, args=(COLLECTION_KEY,),
-                         format_func=label,
-                         help="WordNet is embedded; add BEIR / MS MARCO folders with EQI_DATA_ROOTS")
-    st.sidebar.selectbox("Ranker", list(RANKERS), key=RANKER_KEY, on_change=_keep, args=(RANKER_KEY,),
-                         format_func=lambda r: RANKERS[r].name,
-                         help="; ".join(f"{r.name}: {r.description}" for r in RANKERS.values()))
+    for key, value in ((COLLECTION_KEY, current), (RANKER_KEY, ranker)):
+        st.session_state[widget_key(key)] = value  # re-drawn on every page with the kept choice
+    st.session_state[COLLECTION_KEY] = st.sidebar.selectbox(
+        "Collection", specs, key=widget_key(COLLECTION_KEY), on_change=_keep, args=(COLLECTION_KEY,),
+        format_func=label, help="WordNet is embedded; add BEIR / MS MARCO folders with EQI_DATA_ROOTS")
+    st.session_state[RANKER_KEY] = st.sidebar.selectbox(
+        "Ranker", list(RANKERS), key=widget_key(RANKER_KEY), on_change=_keep, args=(RANKER_KEY,),
+        format_func=lambda r: RANKERS[r].name, help="; ".join(f"{r.name}: {r.description}" for r in RANKERS.values()))
     st.sidebar.caption(f"Artifact store: `{get_store().root}`")

@@ -257,7 +257,7 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
 
 @torch.no_grad()
 def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, first_banned: torch.Tensor,
-           generator: torch.Generator, temperature: float = 1.0) -> list[list[list[int]]]:
+           generator: torch.Generator, temperature: float = 1.0, top_k: int = 200) -> list[list[list[int]]]:
     """``n`` nucleus samples per row (vocabulary ids), for diverse suggestions."""
     cfg = model.cfg
     b = len(emb)
@@ -270,8 +270,10 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
     seqs: list[list[int]] = [[] for _ in range(b * n)]
     alive = torch.ones(b * n, dtype=torch.bool)
     for t in range(cfg.max_len - 1):
-        probs = torch.softmax(logp / temperature, dim=-1)
-        sp, si = probs.sort(dim=-1, descending=True)
+        # nucleus within the top_k most likely tokens (as Hugging Face's generate with both set): the
+        # nucleus of a trained decoder is far smaller than top_k, and a top-k is cheaper than a full sort
+        top, si = logp.topk(min(top_k, logp.shape[-1]), dim=-1)
+        sp = torch.softmax(top / temperature, dim=-1)
         keep = sp.cumsum(-1) - sp < top_p
         sp = sp * keep
         pick = si.gather(1, torch.multinomial(sp / sp.sum(-1, keepdim=True), 1, generator=generator)).view(-1)

@@ -308,6 +308,23 @@ def pick_diverse(texts: list[str], scores: np.ndarray, n: int, penalty: float = 
     return chosen
 
 
+@dataclass(frozen=True)
+class SuggestionDecoding:
+    """How a predicted point becomes up to 10 queries: beam-decoded points on the way from the query
+    to the prediction (``fractions`` of the way; 1.25 is a little past it), nucleus samples at the
+    prediction, and a maximal-marginal-relevance pick with a word-overlap ``penalty``."""
+    fractions: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25)
+    beam: int = 4
+    per_point: int = 3
+    samples: int = 12
+    top_p: float = 0.9
+    temperature: float = 0.8
+    penalty: float = 0.5
+
+
+DECODING = SuggestionDecoding()
+
+
 class Suggester:
     """A trained suggestion head: ``point`` predicts where a better query lies; ``suggest`` decodes
     it (and points on the way from the query) into up to 10 distinct natural-language queries."""
@@ -327,7 +344,8 @@ class Suggester:
         out = self.head(ctx[None] if single else ctx).numpy()
         return out[0] if single else out
 
-    def suggest(self, space, query: str, n: int = MAX_SUGGESTIONS, seed: int = 0) -> list[str]:
+    def suggest(self, space, query: str, n: int = MAX_SUGGESTIONS, seed: int = 0,
+                how: SuggestionDecoding = DECODING) -> list[str]:
         from eqi_core.decoder.traversal import check_query
 
         query = check_query(query)
@@ -338,7 +356,7 @@ class Suggester:
         q = space.encode([query])[0]
         _, fb = space.top(q[None], FEEDBACK)
         target = self.point(np.concatenate([q[None], space.ranker.doc_embeddings[fb[0]]]))
-        return decode_suggestions(space, query, q, target, n, seed)
+        return decode_suggestions(space, query, q, target, n, seed, how)
 
 
 _LEXICONS: dict[str, frozenset[str]] = {}
@@ -360,17 +378,19 @@ def collection_lexicon(collection) -> frozenset[str]:
 
 
 def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,
-                       seed: int = 0) -> list[str]:
+                       seed: int = 0, how: SuggestionDecoding = DECODING) -> list[str]:
     """Decode points from the query towards ``target`` (and a little past it) with beam search, plus
     nucleus samples at ``target``; keep fluent distinct candidates other than the query (no repeated
     content word, no word outside ``collection_lexicon``); rank by cosine to ``target`` with a
     word-overlap penalty (maximal marginal relevance)."""
     model = space.model
-    fractions = np.array([0.5, 0.75, 1.0, 1.25])[:, None]
-    points = (q[None] + fractions * (target - q)[None]).astype(np.float32)
-    pool = [c.text for cands in model.decode(points, n=3, beam=4) for c in cands]
-    if hasattr(model, "sample"):
-        pool += model.sample(target, n=12, top_p=0.9, seed=seed, temperature=0.8)
+    pool: list[str] = []
+    if how.fractions:
+        fractions = np.array(how.fractions)[:, None]
+        points = (q[None] + fractions * (target - q)[None]).astype(np.float32)
+        pool += [c.text for cands in model.decode(points, n=how.per_point, beam=how.beam) for c in cands]
+    if how.samples and hasattr(model, "sample"):
+        pool += model.sample(target, n=how.samples, top_p=how.top_p, seed=seed, temperature=how.temperature)
     own = " ".join(words(query))
     seen, texts = set(), []
     for text in pool:
@@ -385,7 +405,7 @@ def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: 
     texts = real or texts  # made-up words ("nanotechtomic") are set aside unless nothing else is left
     emb = space.encode(texts)
     scores = emb @ (target / np.linalg.norm(target))
-    return [texts[i] for i in pick_diverse(texts, scores, n)]
+    return [texts[i] for i in pick_diverse(texts, scores, n, how.penalty)]
 
 
 def find_dataset(store: ArtifactStore, encoder_id: str):

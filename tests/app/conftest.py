@@ -13,3 +13,8 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 def app(monkeypatch):
     monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
     return AppTest.from_file(APP, default_timeout=600)
+
+
+def sidebar_select(app: AppTest, label: str):
+    """The sidebar's "Collection" or "Ranker" picker (its key changes when the app switches it)."""
+    return next(s for s in app.sidebar.selectbox if s.label == label)

@@ -1,6 +1,6 @@
 """AppTest of the shell (navigation + shared sidebar) and the Collection page."""
 
-
+from tests.app.conftest import sidebar_select
 from tests.conftest import TINY_BEIR
 
 
@@ -19,23 +19,39 @@ def test_default_wordnet_search_for_bank_shows_graded_senses(app):
 
 def test_sidebar_switches_collection_and_ranker(app):
     app.run()
-    app.selectbox(key="collection_spec").set_value(f"beir:{TINY_BEIR}").run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
     assert not app.exception
     assert app.title[0].value == "tiny_beir"
     app.text_input(key="search_query").set_value("river bank").run()
     results = app.dataframe[0].value
     assert results["doc_id"].iloc[0] == "d1" and results["grade"].iloc[0] == 2
-    app.selectbox(key="ranker_id").set_value("minilm-l3-onnx").run()
+    sidebar_select(app, "Ranker").set_value("minilm-l3-onnx").run()
     assert not app.exception
     assert app.dataframe[0].value["doc_id"].iloc[0] in {"d1", "d4", "d7"}
 
 
 def test_browser_filters_and_unlogged_query(app):
     app.run()
-    app.selectbox(key="collection_spec").set_value(f"beir:{TINY_BEIR}").run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
     app.text_input(key="passage_filter").set_value("piano").run()
     assert any("showing 1 passages" in c.value for c in app.caption)
     app.text_input(key="search_query").set_value("zebra migration").run()
     assert not app.exception
     assert any("No passage shares a term" in w.value for w in app.warning)
     assert any("Not a logged query" in c.value for c in app.caption) is False  # q5 is logged
+
+
+def test_a_collection_chosen_by_the_app_stays_chosen(app):
+    """A link (like an upload) picks the collection: the sidebar shows it under a new widget, and it
+    stays through a rerun of another widget and a page change."""
+    app.run()
+    before = sidebar_select(app, "Collection").key
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}"})
+    app.run()
+    picker = sidebar_select(app, "Collection")
+    assert picker.value == f"beir:{TINY_BEIR}" and picker.key != before
+    app.text_input(key="search_query").set_value("river bank").run()
+    assert app.title[0].value == "tiny_beir"
+    app.switch_page("pages/coverage.py").run()
+    assert not app.exception
+    assert sidebar_select(app, "Collection").value == f"beir:{TINY_BEIR}"
