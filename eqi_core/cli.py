@@ -698,12 +698,13 @@ def eval_suggestions_cmd(
         atomic_write(output_dir / "summary.json", json.dumps({"samples": {"queries": queries, "seed": seed,
                      "all_queries": all_queries}, "rows": table.to_dict(orient="records")}, indent=1, default=str))
     for folder in write_card:
-        from eqi_core.suggestion.model import CARD, read_suggester_card
+        from eqi_core.suggestion.model import CARD, DECODING, describe_decoding, read_suggester_card
 
         card = read_suggester_card(folder)
         names = set(table["collection"])
         kept = [r for r in card.get("evaluation", []) if r.get("collection") not in names]
-        card["evaluation"] = kept + json.loads(table.to_json(orient="records"))
+        decoding = describe_decoding(DECODING)  # rows measured with another decoding stay told apart
+        card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
         atomic_write(folder / CARD, json.dumps(card, indent=1, default=str))
 
 

@@ -122,6 +122,7 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
                     "over queries; the oracle walk knows the gold passage and is an upper reference)")
         table = pd.DataFrame(card["evaluation"])
         for name, part in table.groupby("collection", sort=False):
-            st.plotly_chart(suggestion_intervals(part, f"{name}: best of k suggestions"), config=PLOT_CONFIG,
+            how = f" (decoding: {part['decoding'].iloc[0]})" if "decoding" in part and part["decoding"].notna().any() else ""
+            st.plotly_chart(suggestion_intervals(part, f"{name}: best of k suggestions{how}"), config=PLOT_CONFIG,
                             key=f"sug_eval_{name}")
         st.dataframe(table, hide_index=True, key="sug_eval_table")

@@ -326,6 +326,13 @@ class SuggestionDecoding:
 
 
 DECODING = SuggestionDecoding()
+
+
+def describe_decoding(how: SuggestionDecoding) -> str:
+    """One line for cards and tables, e.g. "24 samples (T 1.0, p 0.9), penalty 1.0"."""
+    beams = f"{len(how.fractions)} beam searches (beam {how.beam}) + " if how.fractions else ""
+    return f"{beams}{how.samples} samples (T {how.temperature}, p {how.top_p}), penalty {how.penalty}"
+
 FALLBACK = (0.5, 0.75, 1.0, 1.25)  # beam-decoded points on the way to the prediction, when no sample is real
 
 
