@@ -333,12 +333,13 @@ def describe_decoding(how: SuggestionDecoding) -> str:
     beams = f"{len(how.fractions)} beam searches (beam {how.beam}) + " if how.fractions else ""
     return f"{beams}{how.samples} samples (T {how.temperature}, p {how.top_p}), penalty {how.penalty}"
 
+
 FALLBACK = (0.5, 0.75, 1.0, 1.25)  # beam-decoded points on the way to the prediction, when no sample is real
 
 
 class Suggester:
-    """A trained suggestion head: ``point`` predicts where a better query lies; ``suggest`` decodes
-    it (and points on the way from the query) into up to 10 distinct natural-language queries."""
+    """A trained suggestion head: ``point`` predicts where a better query lies; ``suggest`` samples
+    the decoder there (``decode_suggestions``) for up to 10 distinct natural-language queries."""
 
     def __init__(self, head: SuggestionHead, card: dict):
         self.head = head

@@ -58,7 +58,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     box.fill("river bank")
     box.press("Enter")
     page.get_by_text("judged passages in the top", exact=False).first.wait_for(timeout=120_000)
-    assert page.get_by_role("heading", name="uploaded-tiny").count() == 1, "the search switched the collection back"
+    assert page.get_by_role("heading", name="uploaded-tiny").count() >= 1, "the search switched the collection back"
     page.screenshot(path=str(screenshot_path("upload.png")), full_page=True)
 
     # exposure on the uploaded collection, from the sidebar's choice carried to the Exposure page
