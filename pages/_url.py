@@ -8,14 +8,28 @@ from __future__ import annotations
 
 import streamlit as st
 
-_WRITTEN = "_url_written"
+_WRITTEN = "_url_written"  # this session's last few rewrites: [(page, params), ...], newest last
+_KEEP_WRITES = 2  # the stale address is the one before the latest
 URL_NAMES = {"collection_spec": "collection", "ranker_id": "ranker"}  # the sidebar's widgets
 
 
+def _page() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
+
+
 def incoming() -> dict[str, str]:
-    """URL parameters that did not come from our own last rewrite (new link or first load)."""
+    """URL parameters that did not come from one of our own recent rewrites of this page (a new link,
+    or the first load).
+
+    The browser sends its address with every rerun. A widget that reruns the page before the
+    browser has applied our latest rewrite sends the one before: that stale address is ours, not a
+    link, and must not switch the view back.
+    """
     current = {k: st.query_params.get(k) for k in st.query_params}
-    return {} if current == st.session_state.get(_WRITTEN) else current
+    return {} if (_page(), current) in st.session_state.get(_WRITTEN, []) else current
 
 
 def url_state(spec: dict[str, tuple[str, type, object]]) -> None:
@@ -50,7 +64,8 @@ def sync_url(spec: dict[str, tuple[str, type, object]] | None = None) -> dict[st
             params[name] = _url_value(st.session_state[key])
     if {k: st.query_params.get(k) for k in st.query_params} != params:
         st.query_params.from_dict(params)
-    st.session_state[_WRITTEN] = params
+    written = [w for w in st.session_state.get(_WRITTEN, []) if w != (_page(), params)]
+    st.session_state[_WRITTEN] = [*written, (_page(), params)][-_KEEP_WRITES:]
     return params
 
 

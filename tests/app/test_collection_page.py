@@ -55,3 +55,20 @@ def test_a_collection_chosen_by_the_app_stays_chosen(app):
     app.switch_page("pages/coverage.py").run()
     assert not app.exception
     assert sidebar_select(app, "Collection").value == f"beir:{TINY_BEIR}"
+
+
+def test_a_stale_address_sent_back_by_the_browser_does_not_switch_back(app):
+    """The browser sends its address with every rerun; if a widget reruns the page before the browser
+    has applied our last rewrite, it sends the previous address: that is not a new link."""
+    app.run()
+    previous = dict(app.query_params)
+    assert previous["collection"] == "wordnet"
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}"})
+    app.run()
+    assert app.query_params["collection"] == f"beir:{TINY_BEIR}"
+    app.query_params.clear()
+    app.query_params.update(previous)  # the address before our rewrite reached the browser
+    app.text_input(key="search_query").set_value("river bank").run()
+    assert app.title[0].value == "tiny_beir"
+    assert sidebar_select(app, "Collection").value == f"beir:{TINY_BEIR}"
+    assert app.text_input(key="search_query").value == "river bank"
