@@ -1,7 +1,7 @@
 """The shipped natural-language decoder on data it never saw (seeded samples, so the numbers are
 fixed for a given checkpoint): held-out query-log questions (round trip) and held-out TREC DL 2019
-passages (passage -> query, ties against the passage), the decoder alone, beside the copy baseline
-with the same access. The full evaluation is `eqi eval-decoder --natural` (README)."""
+passages (passage -> query, ranked among a seeded 30% of the collection, ties against the passage),
+the decoder alone, beside the copy baseline with the same access. The full evaluation is `eqi eval-decoder --natural` (README)."""
 import json
 
 import numpy as np
@@ -12,9 +12,10 @@ from tests.conftest import SHARED_DATA, shared_dataset
 
 pytestmark = pytest.mark.slow
 FOLDER = ASSETS / "natural-minilm-l6"
-# this sample measured F1 0.680, cosine 0.899 (round trip) and top-1 0.700, top-5 0.867 (DL19; copying the first
-# 3 content words: top-5 0.500); the bars sit a little below, the issue's own bars are in the README
-ROUND_TRIP_F1, ROUND_TRIP_COS, DL19_TOP1, DL19_TOP5 = 0.62, 0.86, 0.60, 0.80
+# this sample measured F1 0.680, cosine 0.899 (round trip) and top-1 0.667, top-5 0.933 among the 4,374 passages of
+# the DL19 sample (copying the first 3 content words: top-1 0.400, top-5 0.800); the bars sit a little below, the
+# issue's own bars (and the full collection's numbers) are in the README
+ROUND_TRIP_F1, ROUND_TRIP_COS, DL19_TOP1, DL19_TOP5 = 0.62, 0.86, 0.60, 0.85
 
 
 def heldout_queries(n: int, seed: int = 11) -> list[str]:
@@ -57,13 +58,12 @@ def test_round_trip_on_held_out_questions(decoder):
     assert f1 >= ROUND_TRIP_F1 and cos >= ROUND_TRIP_COS, (f1, cos, list(zip(refs, out))[:5])
 
 
-def test_passage_to_query_on_held_out_dl19_passages_beats_copying(decoder, shared_store):
+def test_passage_to_query_on_held_out_dl19_passages_beats_copying(decoder, shared_store, dl19_sample):
     from eqi_core.decoder.corpus import passage_heldout
     from eqi_core.decoder.natural_eval import first_content_words
     from eqi_core.decoder.space import open_space
-    from eqi_core.loaders import load_collection
 
-    coll = load_collection(f"beir:{shared_dataset('trec-dl19-passage')}", shared_store)
+    coll = dl19_sample
     held = sorted(d for d in coll.passages["doc_id"] if passage_heldout("trec-dl19-passage", d))
     space = open_space(coll, shared_store, "minilm-l6", FOLDER, exclude_doc_ids=held, progress=lambda d, t: None)
     docs = [held[i] for i in np.random.default_rng(5).permutation(len(held))[:30]]

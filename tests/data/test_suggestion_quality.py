@@ -1,23 +1,21 @@
 """The shipped suggestion models on TREC DL 2019 queries, which no suggester or decoder was trained
-on (a seeded sample, so the numbers are fixed for given checkpoints): the PRF model's best-of-10
-beats the original query and the Sampling+QD baseline, and its suggestions are distinct, never the
-query, and made of real words. The full evaluation is `eqi eval-suggestions` (README)."""
+on (a seeded sample, so the numbers are fixed for given checkpoints), searched over a seeded 30% of
+the passages: the PRF model's best-of-10 (measured .738) beats the original query (.653) by .05 and
+the Sampling+QD baseline (.693), and its suggestions are distinct, never the query, and made of
+real words. The full evaluation is `eqi eval-suggestions` (README)."""
 import numpy as np
 import pytest
 
 from eqi_core.decoder.base import words
-from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def dl19(shared_store):
+def dl19(shared_store, dl19_sample):
     from eqi_core.decoder.space import open_space, shipped_natural_decoder
-    from eqi_core.loaders import load_collection
 
-    coll = load_collection(f"beir:{shared_dataset('trec-dl19-passage')}")
-    return open_space(coll, shared_store, "minilm-l6", shipped_natural_decoder("minilm-l6"), progress=lambda d, t: None)
+    return open_space(dl19_sample, shared_store, "minilm-l6", shipped_natural_decoder("minilm-l6"), progress=lambda d, t: None)
 
 
 def test_prf_suggestions_beat_the_query_and_sampling_on_unseen_queries(dl19, tmp_path):
