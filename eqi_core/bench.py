@@ -235,6 +235,13 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
     for fn in methods.values():  # warm-up
         fn(texts[0])
     lat = {name: latencies(fn) for name, fn in methods.items()}
+    from eqi_core.exposure.lookup import exact_for_new_text
+
+    exact_for_new_text(setup, encoder.encode([texts[0]])[0], k)  # warm: the map's per-query k-th scores, once
+    pasted = latencies(lambda t: exact_for_new_text(setup, encoder.encode([t])[0], k))
+    probes = encoder.encode(texts[:50])  # the one-passage path (fp16 candidates, fp32 re-scoring) vs the exact GEMM
+    same_one = float(np.mean([set(dense.retrieve(p[None], k)[0][0]) == set(exact_topk(p[None], full_q, k)[1][0])
+                              for p in probes]))
 
     flops = 2.0 * len(q) * len(d) * q.shape[1]
     index = faiss.IndexFlatIP(d.shape[1])
@@ -256,10 +263,17 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
         "one_passage_latency_ms": {
             "log": full.name, "log_queries": len(full_q), "passages_timed": n_latency, "k": k,
             "includes": "encoding the passage text + searching the whole log",
+            "dense_search": "InnerProductIndex: fp16 scores pick candidates within a proven margin, re-scored in fp32",
             **{name: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2)}
                for name, v in lat.items()},
-            "target_p50_ms": 20.0,
+            "identical_to_exact_topk": same_one, "target_p50_ms": 15.0, "target_p95_ms": 30.0,
             "note": "Residual uses the head trained on the benchmark collection (same encoder space); latency does not depend on its weights",
+        },
+        "pasted_passage_exact_ms": {
+            "log": collection.name, "log_queries": len(q), "k": k,
+            "includes": "encoding the pasted text + scoring it against every logged query's k-th cached result",
+            "p50": round(float(np.percentile(pasted, 50)), 2), "p95": round(float(np.percentile(pasted, 95)), 2),
+            "target_p50_ms": 15.0, "target_p95_ms": 30.0,
         },
         "brute_force_one_passage_seconds_full_log": round(brute_seconds_full, 1),
         "brute_force_note": "one passage's exact answer needs every logged query run against every passage; "

@@ -138,6 +138,13 @@ ONNX_BACKEND = "onnxruntime-fp32-export"
 ONNX_EXPORT_VERSION = 1
 
 
+def no_spinning(opts) -> None:
+    """onnxruntime's worker threads busy-wait after each run by default; a one-passage lookup
+    then runs its BLAS/torch search against two spinning threads on 2 cores (measured: encode +
+    search p50 32 ms with spinning, 21 ms without; bulk encoding unchanged, 231 vs 236 passages/s)."""
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+
 def onnx_session(model, path: Path):
     """An onnxruntime session of ``model`` (a SentenceTransformer: Transformer, mean Pooling,
     Normalize), exported once into the artifact store, and its fast tokenizer."""
@@ -186,6 +193,7 @@ def onnx_session(model, path: Path):
     art = ArtifactStore().get_or_build("onnx-export", params, build)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = os.cpu_count() or 1
+    no_spinning(opts)
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(str(art.file("model.onnx")), opts, providers=["CPUExecutionProvider"])
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
@@ -210,6 +218,7 @@ class OnnxMeanPoolEncoder:
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = os.cpu_count() or 1
+        no_spinning(opts)
         self.session = ort.InferenceSession(str(self.onnx_path), opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         self.tokenizer.enable_truncation(self.max_length)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ from torch import nn
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn
-from eqi_core.rankers.dense import exact_topk
+from eqi_core.rankers.dense import InnerProductIndex, exact_topk
 from eqi_core.store import ArtifactStore
 
 ARCHITECTURES = ("residual", "append")
@@ -251,8 +252,12 @@ class LearnedEQI:
     def from_model(cls, model: ExposureModel, query_emb: np.ndarray, name: str) -> LearnedEQI:
         return cls(model, model.transform(query_emb, "query"), name)
 
+    @cached_property
+    def index(self) -> InnerProductIndex:
+        return InnerProductIndex(self.query_space)
+
     def retrieve(self, passage_emb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        scores, idx = exact_topk(self.model.transform(passage_emb, "passage"), self.query_space, n)
+        scores, idx = self.index.search(self.model.transform(passage_emb, "passage"), n)
         return idx, scores
 
 

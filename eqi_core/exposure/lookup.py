@@ -52,10 +52,8 @@ def exact_for_new_text(setup: ExposureSetup, passage_emb: np.ndarray, n_qd: int)
         setup._methods["topk_scores"] = setup.exposure.topk_scores()
     topk = setup._methods["topk_scores"][:, :n_qd]
     s = setup.query_emb @ passage_emb.astype(np.float32)
-    beats = (topk > s[:, None]).sum(axis=1)  # cached results scoring higher: the new passage's 0-based rank
-    exposes = beats < n_qd
-    q = np.flatnonzero(exposes)
-    rank0 = beats[q]
+    q = np.flatnonzero(topk[:, -1] <= s)  # lists are sorted: beating the last kept score is entering the top n
+    rank0 = (topk[q] > s[q, None]).sum(axis=1)  # cached results scoring higher: the new passage's 0-based rank
     order = np.lexsort((q, rank0))
     return _exact_frame(setup, q[order], rank0[order], n_qd)
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import bm25s
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from eqi_core.collection import Collection
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers.bm25 import make_tokenizer
-from eqi_core.rankers.dense import embeddings_artifact, encode_texts, exact_topk
+from eqi_core.rankers.dense import InnerProductIndex, embeddings_artifact, encode_texts
 from eqi_core.store import ArtifactStore
 
 
@@ -37,8 +38,12 @@ class DenseReverse:
     query_emb: np.ndarray
     name: str = "dense-reverse"
 
+    @cached_property
+    def index(self) -> InnerProductIndex:
+        return InnerProductIndex(self.query_emb)
+
     def retrieve(self, passage_emb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        scores, idx = exact_topk(passage_emb, self.query_emb, n)
+        scores, idx = self.index.search(passage_emb, n)
         return idx, scores
 
 

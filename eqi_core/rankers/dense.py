@@ -15,6 +15,9 @@ from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 
 BLOCK_BYTES = 256 << 20  # bounds the score block; larger blocks measured faster (fewer merges)
+FEW_PROBES = 8  # up to this many probes, InnerProductIndex scores an fp16 copy (memory-bound); more: blocked GEMM
+_FP16_UNIT_ROUNDOFF = 2.0 ** -11
+_FP16_SAFE_MAX = 6.0e4  # below fp16's largest finite value (65,504)
 
 
 def exact_topk(
@@ -57,6 +60,51 @@ def exact_topk(
             if progress:
                 progress(min(qs + q_block, n_q), n_q)
     return out_s, out_i
+
+
+class InnerProductIndex:
+    """Exact inner-product top-k over fixed vectors (a query log), fast for one passage at a time.
+
+    A single probe is a matrix-vector product, bound by reading the vectors from memory; an fp16
+    copy halves that read. Its scores pick every vector within a proven error margin of the k-th
+    best, and only those are re-scored from the fp32 vectors, so the top-k equals ``exact_topk``'s.
+    Margin, per vector x and probe q (u = 2^-11, fp16 round-off; accumulation in fp32 over d terms):
+    |fp16 score - exact| <= (4u + d * 2^-23) * ||q|| * ||x|| + d * 2^-24 * max|q| (subnormal storage).
+    Many probes at once (evaluations) go to ``exact_topk``'s blocked GEMM, which is faster there.
+    """
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        finite_in_fp16 = len(self.vectors) and float(np.abs(self.vectors).max()) < _FP16_SAFE_MAX
+        self._half = torch.from_numpy(self.vectors).half() if finite_in_fp16 else None
+        self._max_norm = float(np.linalg.norm(self.vectors, axis=1).max()) if len(self.vectors) else 0.0
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def margin(self, probe: np.ndarray) -> float:
+        """Upper bound on |fp16 score - fp32 score| for this probe against any stored vector."""
+        d = self.vectors.shape[1]
+        scale = float(np.linalg.norm(probe)) * self._max_norm
+        return (4 * _FP16_UNIT_ROUNDOFF + d * 2.0 ** -23) * scale + d * 2.0 ** -24 * float(np.abs(probe).max())
+
+    def search(self, probes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, indices), each (n_probes, k), best first, exactly as ``exact_topk(probes, vectors, k)``."""
+        probes = np.ascontiguousarray(np.atleast_2d(probes), dtype=np.float32)
+        k = min(k, len(self.vectors))
+        if self._half is None or len(probes) > FEW_PROBES or k == 0 or not np.isfinite(probes).all():
+            return exact_topk(probes, self.vectors, k)
+        out_s = np.empty((len(probes), k), dtype=np.float32)
+        out_i = np.empty((len(probes), k), dtype=np.int64)
+        with torch.inference_mode():
+            for row, probe in enumerate(probes):
+                approx = (self._half @ torch.from_numpy(probe).half()).float()
+                kth = float(torch.topk(approx, k, sorted=False).values.min())
+                candidates = torch.nonzero(approx >= kth - 2 * self.margin(probe)).squeeze(1).numpy()
+                exact = self.vectors[candidates] @ probe
+                best = np.argsort(-exact, kind="stable")[:k]
+                out_s[row], out_i[row] = exact[best], candidates[best]
+        return out_s, out_i
 
 
 def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:

@@ -186,3 +186,51 @@ def test_default_encoder_runs_an_onnx_export_of_the_same_weights():
     assert np.abs(ours - reference).max() < 1e-5
     assert embeddings_artifact("minilm-l6", {"field": "passages"})[1]["path"] == "onnxruntime-fp32-export"
     assert "path" not in embeddings_artifact("minilm-l3-onnx", {"field": "passages"})[1]
+
+
+def _unit(x):
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_inner_product_index_equals_exact_topk_for_few_probes():
+    from eqi_core.rankers.dense import InnerProductIndex, exact_topk
+
+    rng = np.random.default_rng(0)
+    log = _unit(rng.normal(size=(5000, 64)))
+    probes = _unit(rng.normal(size=(3, 64)))
+    s_exact, i_exact = exact_topk(probes, log, 50)
+    s_ix, i_ix = InnerProductIndex(log).search(probes, 50)
+    assert [set(r) for r in i_ix] == [set(r) for r in i_exact]
+    np.testing.assert_allclose(s_ix, s_exact, atol=1e-6)
+    assert (np.diff(s_ix, axis=1) <= 0).all()  # best first
+
+
+def test_inner_product_index_separates_scores_closer_than_fp16_can():
+    """Vectors whose scores differ by 1e-5 (fp16 cannot tell them apart near 1): the re-scoring in
+    fp32 still puts them in exact order, and the top-k is exactly the fp32 one."""
+    from eqi_core.rankers.dense import InnerProductIndex
+
+    probe = np.zeros(8, dtype=np.float32)
+    probe[0] = 1.0
+    log = np.zeros((200, 8), dtype=np.float32)
+    log[:, 0] = 0.9 + 1e-5 * np.arange(200)  # increasing score by row
+    log[:, 1] = np.sqrt(1 - log[:, 0] ** 2)
+    scores, idx = InnerProductIndex(log).search(probe, 10)
+    assert idx[0].tolist() == list(range(199, 189, -1))
+    np.testing.assert_allclose(scores[0], log[199:189:-1, 0], rtol=0, atol=1e-7)
+
+
+def test_inner_product_index_margin_by_hand_and_fallbacks():
+    from eqi_core.rankers.dense import InnerProductIndex, exact_topk
+
+    log = np.array([[3.0, 4.0], [0.0, 1.0]], dtype=np.float32)  # largest norm 5
+    probe = np.array([0.0, 2.0], dtype=np.float32)  # norm 2, largest component 2
+    u = 2.0 ** -11
+    assert InnerProductIndex(log).margin(probe) == pytest.approx((4 * u + 2 * 2.0 ** -23) * 10 + 2 * 2.0 ** -24 * 2)
+    rng = np.random.default_rng(1)
+    big = rng.normal(size=(300, 16)).astype(np.float32) * 1e5  # beyond fp16's range: exact fp32 path
+    many = rng.normal(size=(20, 16)).astype(np.float32)  # many probes: the blocked GEMM
+    for vectors, probes in ((big, many[:2]), (_unit(big), many)):
+        s, i = InnerProductIndex(vectors).search(probes, 7)
+        s_exact, i_exact = exact_topk(probes, vectors, 7)
+        assert [set(r) for r in i] == [set(r) for r in i_exact]
