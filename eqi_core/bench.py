@@ -7,8 +7,10 @@ import platform
 import resource
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.rankers.registry import embedding_dimension
@@ -311,6 +313,93 @@ def bench_memory(collection_spec: str = "wordnet:full", dense: bool = False, k: 
                      "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)})
     return {"benchmark": "memory", "collection": collection_spec, "commands": rows,
             "note": "second runs reuse the artifact store, so 'index' then measures loading, 'run' the cached run"}
+
+
+SCALE_SIZES = (10_000, 30_000, 100_000, None)  # WordNet synsets; None: all 117,659
+
+
+def sgemm_gflops(repeats: int = 3) -> float:
+    """Measured fp32 GEMM throughput (4096 x 384 @ 384 x 20000 through numpy's BLAS): the machine's limit
+    for an exact dense map, the cost model's rate."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4096, 384), dtype=np.float32)
+    b = rng.standard_normal((384, 20000), dtype=np.float32)
+    seconds, _ = _best_of(lambda: a @ b, repeats)
+    return 2.0 * 4096 * 384 * 20000 / seconds / 1e9
+
+
+def scale_child(folder: str, k: int) -> None:
+    """One map size, in its own process (so its peak RSS is its own): the product's sharded in-process
+    builder over the embeddings in ``folder``, up to the inverted map; prints its timing as JSON."""
+    import json
+
+    import eqi_core.rankers.dense  # noqa: F401  (torch's import is not map time)
+    from eqi_core.exposure.distributed import Engine, _write_inverted, compute_grid, plan_shards
+
+    root = Path(folder)
+    q = np.load(root / "queries.npy", mmap_mode="r")
+    d = np.load(root / "passages.npy", mmap_mode="r")
+    plan = plan_shards(len(q), len(d), q.shape[1])
+    inputs = {"kind": "dense", "query_emb": str(root / "queries.npy"), "passage_emb": str(root / "passages.npy"),
+              "dim": int(q.shape[1])}
+    start = time.perf_counter()
+    compute_grid(inputs, plan, k, Engine("inprocess"), root / "work")
+    _write_inverted(root / "work", len(plan.query_ranges()), root / "map")
+    seconds = time.perf_counter() - start
+    # VmHWM is this process's own peak: rusage's ru_maxrss keeps the forking parent's peak across exec
+    peak_kb = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                   if line.startswith("VmHWM:"))
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_kb / 1024,
+                      "shards": len(plan.query_ranges()) * len(plan.passage_ranges())}))
+
+
+def bench_scale(store: ArtifactStore, sizes=SCALE_SIZES, k: int = 100) -> dict:
+    """Exact dense exposure map (MiniLM-L6) of growing WordNet collections with their own logs: time and
+    peak RSS of the product's builder, one process per size, beside the cost model's prediction at the
+    sgemm rate measured in the same run, and the fitted exponent of time in queries x passages."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    from eqi_core.exposure.distributed import _inputs
+    from eqi_core.loaders import load_collection
+
+    full = load_collection("wordnet:full", store)
+    paths = _inputs(full, "minilm-l6", store, k, None)  # the full embeddings, built once in the store
+    all_q = np.load(paths["query_emb"], mmap_mode="r")
+    all_d = np.load(paths["passage_emb"], mmap_mode="r")
+    gflops = sgemm_gflops()
+    rows = []
+    for n in sizes:
+        sub = full if n is None or n >= len(full.passages) else load_collection(f"wordnet:{n}", store)
+        q_rows = pd.Index(full.queries["query_id"]).get_indexer(sub.queries["query_id"])
+        d_rows = full.doc_index.get_indexer(sub.passages["doc_id"])
+        with tempfile.TemporaryDirectory(prefix="eqi-scale-") as tmp:
+            np.save(Path(tmp) / "queries.npy", np.ascontiguousarray(all_q[np.sort(q_rows)]))
+            np.save(Path(tmp) / "passages.npy", np.ascontiguousarray(all_d[np.sort(d_rows)]))
+            proc = subprocess.Popen([sys.executable, "-c", f"from eqi_core.bench import scale_child; scale_child({tmp!r}, {k})"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            out, _ = proc.communicate()
+            if proc.returncode != 0:
+                raise RuntimeError(f"bench scale: the {len(d_rows):,}-passage map failed (exit {proc.returncode})")
+        measured = json.loads(out.strip().splitlines()[-1])
+        flops = cost_model(len(q_rows), len(d_rows), int(all_q.shape[1]), 1, gflops, k)["flops"]
+        predicted = flops / (gflops * 1e9)
+        rows.append({"collection": sub.name, "queries": len(q_rows), "passages": len(d_rows),
+                     "seconds": round(measured["seconds"], 2), "predicted_seconds": round(predicted, 2),
+                     "measured_over_predicted": round(measured["seconds"] / predicted, 2),
+                     "gflops": round(flops / measured["seconds"] / 1e9, 1),
+                     "peak_rss_mb": round(measured["peak_rss_mb"], 1), "shards": measured["shards"]})
+    work = np.log([r["queries"] * r["passages"] for r in rows])
+    exponent = float(np.polyfit(work, np.log([r["seconds"] for r in rows]), 1)[0]) if len(rows) > 1 else None
+    return {"benchmark": "scale", "ranker": "minilm-l6", "k": k, "sizes": rows,
+            "fitted_exponent_time_vs_queries_x_passages": None if exponent is None else round(exponent, 3),
+            "cost_model": "flops = 2 x queries x passages x dim at the sgemm rate below (one process, all cores)",
+            "sgemm_gflops": round(gflops, 1), "target_peak_rss_mb_full": 8192,
+            "includes": "shard tasks (GEMM + top-k + fp64 re-scoring), their parquet files, merges, the inverted map; "
+                        "not encoding (the embeddings come from the store)",
+            **machine()}
 
 
 def bench_decoder(space, heldout_query_ids: list[str], n_queries: int = 20, n_traversals: int = 3, steps: int = 10,

@@ -996,6 +996,24 @@ def bench_memory_cmd(
     _echo_json(bench_memory(collection, dense), output)
 
 
+@bench_app.command("scale")
+def bench_scale_cmd(
+    sizes: str = typer.Option("10000,30000,100000,full", "--sizes", help="WordNet synset counts, comma-separated ('full': all)"),
+    k: int = typer.Option(100, "-k", min=1, max=1000),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """Exact map time and peak RSS as WordNet grows (10k ... 117k passages with their logs), beside the cost model."""
+    from eqi_core.bench import bench_scale
+
+    try:
+        parsed = tuple(None if s.strip() == "full" else int(s) for s in sizes.split(",") if s.strip())
+    except ValueError:
+        raise DataError(f"--sizes {sizes!r}: expected comma-separated synset counts or 'full'") from None
+    if not parsed or any(n is not None and n < 100 for n in parsed):
+        raise DataError(f"--sizes {sizes!r}: expected at least one size, each >= 100 synsets or 'full'")
+    _echo_json(bench_scale(_store(), parsed, k), output)
+
+
 @bench_app.command("tasc")
 def bench_tasc_cmd(
     queries: int = typer.Option(7000, "--queries", min=10),

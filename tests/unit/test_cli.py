@@ -12,7 +12,8 @@ TINY = f"beir:{TINY_BEIR}"
 
 
 @pytest.mark.parametrize("command", [[], ["collections"], ["collections", "list"], ["collections", "inspect"],
-                                     ["index"], ["search"], ["run"], ["bench"], ["bench", "encode"], ["bench", "dense"]])
+                                     ["index"], ["search"], ["run"], ["bench"], ["bench", "encode"], ["bench", "dense"],
+                                     ["bench", "scale"]])
 def test_help_on_every_command(command):
     result = runner.invoke(app, command + ["--help"])
     assert result.exit_code == 0 and "Usage" in result.output
@@ -46,3 +47,25 @@ def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: collection '/no/such/collection'") and "\n" not in err and "Traceback" not in err
+
+
+def test_bench_scale_refuses_bad_sizes():
+    for sizes in ("10k", "50", ""):
+        result = runner.invoke(app, ["bench", "scale", "--sizes", sizes])
+        assert result.exit_code != 0 and "--sizes" in str(result.exception or result.output)
+
+
+def test_bench_scale_child_builds_the_map_and_reports_its_own_peak(tmp_path, capsys):
+    """One size of `eqi bench scale`: the product's sharded builder up to the inverted map, timed, with
+    the process's own peak memory (VmHWM)."""
+    import numpy as np
+
+    from eqi_core.bench import scale_child
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "queries.npy", rng.standard_normal((300, 16), dtype=np.float32))
+    np.save(tmp_path / "passages.npy", rng.standard_normal((500, 16), dtype=np.float32))
+    scale_child(str(tmp_path), 5)
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["seconds"] > 0 and report["peak_rss_mb"] > 50 and report["shards"] >= 1
+    assert (tmp_path / "map").exists()
