@@ -34,7 +34,7 @@ browser-deps:
 	fi
 
 run: setup
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	OPENBLAS_THREAD_TIMEOUT=4 $(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: setup browser-deps
 	$(BIN)/ruff check .
