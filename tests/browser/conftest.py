@@ -18,6 +18,13 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 
 
+def wait_until_idle(page, timeout_ms: int = 300_000) -> None:
+    """Wait until the page's script run has finished (Streamlit's "Running..." icon is gone), so the
+    next action is not sent while the first load is still drawing."""
+    page.wait_for_timeout(500)  # the icon shows after a short delay
+    page.locator("[data-testid='stStatusWidgetRunningIcon']").wait_for(state="detached", timeout=timeout_ms)
+
+
 def screenshot_path(name: str) -> Path:
     """README screenshots are refreshed with EQI_UPDATE_SCREENSHOTS=1; otherwise kept out of git."""
     folder = ROOT / "assets" / "screenshots" if os.environ.get("EQI_UPDATE_SCREENSHOTS") else ROOT / "tests" / "_artifacts"

@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from tests.browser.conftest import screenshot_path
+from tests.browser.conftest import screenshot_path, wait_until_idle
 from tests.conftest import TINY_BEIR
 
 pytestmark = pytest.mark.browser
@@ -21,6 +21,7 @@ def tiny_zip(path):
 def open_add_your_data(page, dashboard):
     page.goto(dashboard, wait_until="domcontentloaded")
     page.get_by_text("Add your data", exact=False).first.wait_for(timeout=180_000)
+    wait_until_idle(page)  # the first load has drawn everything: an upload now is not raced by it
     page.get_by_text("Add your data", exact=False).first.click()
 
 
