@@ -18,7 +18,7 @@ import os
 # OpenBLAS's idle threads busy-wait ~0.1 s after each call by default, taking the cores from the
 # torch / onnxruntime work that follows (top-k after a GEMM, encoding after a search). Read once,
 # when numpy loads OpenBLAS, so it only applies where eqi_core is imported first (the `eqi` CLI,
-# `make run`); measured in `eqi bench exposure`: exact map 1.87 -> 1.67 s, one-passage p50 13.2 -> 12.7 ms.
+# `make run`); see `eqi bench exposure` (README, Benchmarks).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 _EXPORTS = {

@@ -59,7 +59,7 @@ DL19_SAMPLE_FRACTION = 0.3
 def dl19_sample():
     """TREC DL 2019 with a seeded 30% of its passages (4,374 of 14,581) and the judgments of those:
     a real sub-collection, so the data tests encode 4k MS MARCO passages instead of 15k (about
-    four minutes less on 2 cores). Every query keeps judged passages; ranks are among the sample."""
+    four minutes less on 2 cores). Every query keeps relevant passages (asserted); ranks are among the sample."""
     import numpy as np
 
     from eqi_core.collection import Collection
@@ -70,4 +70,6 @@ def dl19_sample():
     keep = set(np.array(ids)[np.random.default_rng(19).permutation(len(ids))[:round(DL19_SAMPLE_FRACTION * len(ids))]])
     passages = full.passages[full.passages["doc_id"].isin(keep)].reset_index(drop=True)
     qrels = full.qrels[full.qrels["doc_id"].isin(keep)].reset_index(drop=True)
+    relevant = qrels[qrels["relevance"] > 0]
+    assert relevant["query_id"].nunique() == full.qrels["query_id"].nunique(), "a DL19 query lost all its relevant passages"
     return Collection(f"{full.name} (30% of passages)", passages, full.queries, qrels, source=f"{full.source} (sample)")

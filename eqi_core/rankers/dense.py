@@ -89,7 +89,7 @@ class InnerProductIndex:
         return (4 * _FP16_UNIT_ROUNDOFF + d * 2.0 ** -23) * scale + d * 2.0 ** -24 * float(np.abs(probe).max())
 
     def search(self, probes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, indices), each (n_probes, k), best first, exactly as ``exact_topk(probes, vectors, k)``."""
+        """(scores, indices), each (n_probes, k), best first: the same top k as ``exact_topk(probes, vectors, k)`` (tied scores in any order)."""
         probes = np.ascontiguousarray(np.atleast_2d(probes), dtype=np.float32)
         k = min(k, len(self.vectors))
         if self._half is None or len(probes) > FEW_PROBES or k == 0 or not np.isfinite(probes).all():
