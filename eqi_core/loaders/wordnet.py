@@ -114,7 +114,9 @@ def select_subset(senses: pd.DataFrame, n_synsets: int) -> tuple[set[str], set[s
     """(synset ids, lemma ids) of the default subset; see the module docstring."""
     totals = senses.groupby("lemma")["tag_count"].sum().reset_index()
     totals = totals.sort_values(["tag_count", "lemma"], ascending=[False, True], kind="stable")
-    by_lemma = senses.groupby("lemma")["doc_id"].apply(list).to_dict()
+    by_lemma: dict[str, list[str]] = {}  # a plain loop: groupby().apply(list) took ~3 s of a first visit
+    for lemma, doc_id in zip(senses["lemma"].tolist(), senses["doc_id"].tolist()):
+        by_lemma.setdefault(lemma, []).append(doc_id)
     chosen: set[str] = set()
     for lemma in totals["lemma"]:
         if len(chosen) >= n_synsets:
