@@ -15,7 +15,7 @@ from eqi_core.errors import DataError, FigureExportError, MissingDependency
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
-from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, ranker_spec, run_all_queries
+from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, load_encoder, ranker_spec, run_all_queries
 from eqi_core.store import ArtifactStore, atomic_copy, atomic_path, atomic_write
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
@@ -88,6 +88,30 @@ def index(collection: str = CollectionOpt, ranker: str = RankerOpt) -> None:
     c = _load(collection, store)
     r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing {c.name} for {ranker}", "passage"))
     typer.echo(f"indexed {len(c.passages):,} passages of {c.name} for {r.name} in {store.root}")
+
+
+@app.command("ship-embeddings")
+def ship_embeddings_cmd(
+    collection: str = CollectionOpt,
+    ranker: str = RankerOpt,
+    field: str = typer.Option("passages", help="passages or queries"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="folder (default: assets/embeddings/<collection>-<ranker>)"),
+) -> None:
+    """Encode a collection's passages (or queries) here and write them, fp16 with a card, for shipping
+    in assets/embeddings: later first visits load them instead of encoding (the card's exact
+    collection fingerprint, field, encoder and encoding path only)."""
+    from eqi_core.rankers.shipped import ASSETS, ship_embeddings
+
+    spec = ranker_spec(ranker)
+    if spec.family != "dense" or not spec.encoder:
+        raise DataError(f"--ranker {ranker}: expected a dense ranker (its encoder makes the vectors)")
+    c = _load(collection)
+    folder = output or ASSETS / f"{collection.split(':')[0]}-{spec.id}"
+    command = f"eqi ship-embeddings -c {collection} -r {ranker} --field {field}"
+    card = ship_embeddings(c, load_encoder(spec.encoder), field, folder, command,
+                           progress=tqdm_progress(f"encoding {c.name} {field}", "text"))
+    typer.echo(json.dumps(card, indent=1))
+    typer.echo(f"wrote {folder}")
 
 
 @app.command()
@@ -1012,6 +1036,19 @@ def bench_scale_cmd(
     if not parsed or any(n is not None and n < 100 for n in parsed):
         raise DataError(f"--sizes {sizes!r}: expected at least one size, each >= 100 synsets or 'full'")
     _echo_json(bench_scale(_store(), parsed, k), output)
+
+
+@bench_app.command("first-visit")
+def bench_first_visit_cmd(
+    baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="also measure with every vector encoded here"),
+    timeout: int = typer.Option(900, "--timeout", min=30, help="seconds to wait for each step"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """A newcomer's first visit in a real browser on an empty store: server ready, Collection page,
+    and the curated exposure example after its click (targets: 10 s and 60 s)."""
+    from eqi_core.bench import bench_first_visit
+
+    _echo_json(bench_first_visit(baseline, timeout), output)
 
 
 @bench_app.command("tasc")

@@ -32,7 +32,7 @@ if collection.source == "wordnet:20000":
         e1.page_link("pages/exposure.py", label="Who sees the river-bank sense of *bank*?",
                      icon=":material/visibility:", query_params={"collection": "wordnet", "ranker": "minilm-l6",
                                                                  "passage": "09213565-n", "ndq": "30"})
-        e1.caption("Exposing queries of one sense, exact and approximate (first visit: ~2 min to prepare).")
+        e1.caption("Exposing queries of one sense, exact and approximate (first visit: about 30 s to prepare).")
         e2.page_link("pages/latent.py", label="What should a failing query have asked?",
                      icon=":material/route:", query_params={"collection": "wordnet", "query": CURATED_TRAVERSAL_QUERY,
                                                             "k": "10", "mode": "linear", "decoder": "decoder+rerank"})

@@ -284,6 +284,14 @@ def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPl
               "query_shard": plan.query_shard, "passage_shards": plan.passage_shards, "version": MAP_VERSION}
     if is_result_log(ranker_id):  # the file's content, not only its path
         params["source"] = result_log_digest(ranker_id)
+    spec = ranker_spec(ranker_id)
+    if spec.map_source == "dense":  # a map from shipped vectors is keyed apart from one from vectors encoded here
+        from eqi_core.rankers.dense import embeddings_artifact
+
+        shipped = [embeddings_artifact(spec.encoder, {"collection": collection.fingerprint, "field": f})[1].get("shipped")
+                   for f in ("passages", "queries")]
+        if any(shipped):
+            params["shipped"] = shipped
     return params
 
 

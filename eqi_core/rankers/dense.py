@@ -9,6 +9,7 @@ import torch
 
 from eqi_core.collection import Collection
 from eqi_core.encoders import Encoder
+from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers.base import Queries, as_query_items
 from eqi_core.runs import Run
@@ -109,28 +110,50 @@ class InnerProductIndex:
 
 def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:
     """(kind, params) of stored embeddings: what was encoded (``params``), by which encoder and which
-    code path (e.g. onnxruntime on an fp32 export)."""
+    code path (e.g. onnxruntime on an fp32 export), and the digest of shipped vectors where those are used."""
     from eqi_core.rankers.registry import encoding_path
 
     path = encoding_path(encoder_id)
-    return "embeddings", {**params, "encoder": encoder_id, **({"path": path} if path != "default" else {})}
+    params = {**params, "encoder": encoder_id, **({"path": path} if path != "default" else {})}
+    shipped = shipped_for(encoder_id, params)
+    return "embeddings", {**params, **({"shipped": shipped.digest} if shipped else {})}
 
 
 def passage_embeddings_artifact(collection: Collection, encoder_id: str) -> tuple[str, dict]:
     return embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "passages"})
 
 
+def shipped_for(encoder_id: str, params: dict):
+    """The vectors shipped in assets/embeddings for this encoder, collection and field, if any."""
+    from eqi_core.rankers.registry import encoding_path
+    from eqi_core.rankers.shipped import find_shipped
+
+    if "collection" not in params or "field" not in params:
+        return None
+    return find_shipped(encoder_id, encoding_path(encoder_id), params["collection"], params["field"])
+
+
 def encode_texts(
     encoder: Encoder, texts: list[str], store: ArtifactStore, params: dict, progress: ProgressFn | None = None,
 ) -> np.ndarray:
-    """Embeddings of ``texts`` from the store, encoding them once (keyed by ``params``)."""
+    """Embeddings of ``texts`` from the store, encoding them once (keyed by ``params``), or taken from
+    the vectors shipped in ``assets/embeddings`` for exactly this collection and field."""
+    kind, key = embeddings_artifact(encoder.id, params)
+    shipped = shipped_for(encoder.id, key)
 
     def build(tmp: Path) -> dict:
-        emb = encoder.encode(texts, progress=progress)
+        if shipped is not None:
+            emb = shipped.load()
+            if len(emb) != len(texts):
+                raise DataError(f"{shipped.folder}: {len(emb):,} vectors for {len(texts):,} texts")
+            if progress:
+                progress(len(texts), len(texts))
+        else:
+            emb = encoder.encode(texts, progress=progress)
         np.save(tmp / "embeddings.npy", emb, allow_pickle=False)
-        return {"shape": list(emb.shape)}
+        return {"shape": list(emb.shape), **({"source": str(shipped.folder.name)} if shipped else {})}
 
-    art = store.get_or_build(*embeddings_artifact(encoder.id, params), build)
+    art = store.get_or_build(kind, key, build)
     return np.load(art.file("embeddings.npy"), allow_pickle=False)
 
 

@@ -1,0 +1,103 @@
+"""Shipped embeddings (assets/embeddings): used only for their exact collection, field, encoder and
+path; keyed apart in the store and in the exposure map; a tampered file is a one-line error."""
+import json
+
+import numpy as np
+import pytest
+
+from eqi_core.errors import DataError
+from eqi_core.rankers import dense, shipped
+from eqi_core.rankers.dense import encode_texts, passage_embeddings_artifact
+
+
+class CountingEncoder:
+    """A deterministic stand-in for an encoder that records how many texts it encoded."""
+
+    id = "minilm-l6"
+    dim = 8
+
+    def __init__(self):
+        self.encoded = 0
+
+    def encode(self, texts, batch_size=64, progress=None):
+        self.encoded += len(texts)
+        rng = np.random.default_rng([len(t) for t in texts])
+        x = rng.normal(size=(len(texts), self.dim)).astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def assets(tmp_path, monkeypatch):
+    root = tmp_path / "assets-embeddings"
+    monkeypatch.setattr(shipped, "ASSETS", root)
+    return root
+
+
+def _params(collection):
+    return {k: v for k, v in passage_embeddings_artifact(collection, "minilm-l6")[1].items() if k != "encoder"}
+
+
+def test_shipped_vectors_replace_encoding_and_are_keyed_apart(tiny, store, assets):
+    enc = CountingEncoder()
+    plain_key = passage_embeddings_artifact(tiny, enc.id)[1]
+    card = shipped.ship_embeddings(tiny, enc, "passages", assets / "tiny", "test")
+    assert card["shape"] == [len(tiny.passages), enc.dim] and card["max_abs_difference_from_fp32"] < 1e-3
+    seeded_key = passage_embeddings_artifact(tiny, enc.id)[1]
+    assert seeded_key == {**plain_key, "shipped": card["sha256"]}
+
+    enc.encoded = 0
+    emb = encode_texts(enc, tiny.passage_texts(), store, _params(tiny))
+    assert enc.encoded == 0  # loaded, not encoded
+    reference = CountingEncoder().encode(tiny.passage_texts())
+    assert emb.dtype == np.float32 and np.abs(emb - reference).max() <= card["max_abs_difference_from_fp32"]
+
+    from eqi_core.exposure.distributed import map_params, plan_shards
+
+    plan = plan_shards(len(tiny.queries), len(tiny.passages), 8)
+    assert map_params(tiny, "minilm-l6", 10, plan)["shipped"] == [card["sha256"], None]
+    assert "shipped" not in map_params(tiny, "bm25", 10, plan)
+
+
+def test_other_content_or_field_is_not_seeded(tiny, store, assets):
+    enc = CountingEncoder()
+    shipped.ship_embeddings(tiny, enc, "passages", assets / "tiny", "test")
+    card_path = assets / "tiny" / shipped.CARD
+    card = json.loads(card_path.read_text())
+    card["collection"] = "another-fingerprint"
+    card_path.write_text(json.dumps(card))
+    assert dense.shipped_for(enc.id, _params(tiny)) is None
+    enc.encoded = 0
+    encode_texts(enc, tiny.passage_texts(), store, _params(tiny))
+    assert enc.encoded == len(tiny.passages)  # encoded here
+    assert dense.shipped_for(enc.id, {**_params(tiny), "field": "queries"}) is None
+
+
+def test_a_tampered_vector_file_is_a_one_line_error(tiny, store, assets):
+    enc = CountingEncoder()
+    shipped.ship_embeddings(tiny, enc, "passages", assets / "tiny", "test")
+    np.save(assets / "tiny" / shipped.VECTORS, np.zeros((len(tiny.passages), enc.dim), np.float16))
+    with pytest.raises(DataError, match="does not match the sha256"):
+        encode_texts(enc, tiny.passage_texts(), store, _params(tiny))
+    (assets / "tiny" / shipped.CARD).write_text("{not json")
+    with pytest.raises(DataError, match="not a readable JSON card"):
+        dense.shipped_for(enc.id, _params(tiny))
+
+
+def test_ship_refuses_an_unknown_field(tiny, assets):
+    with pytest.raises(DataError, match="expected passages or queries"):
+        shipped.ship_embeddings(tiny, CountingEncoder(), "glosses", assets / "x", "test")
+
+
+def test_the_shipped_wordnet_vectors_are_this_encoders_vectors():
+    """The asset in the repository matches a fresh encoding of a sample of the default collection."""
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import load_encoder
+
+    wordnet = load_collection("wordnet")
+    found = dense.shipped_for("minilm-l6", _params(wordnet))
+    assert found is not None, "assets/embeddings has no vectors for the default collection"
+    vectors = found.load()
+    assert vectors.shape == (len(wordnet.passages), 384)
+    rows = np.random.default_rng(0).choice(len(wordnet.passages), size=100, replace=False)
+    fresh = load_encoder("minilm-l6").encode([wordnet.passage_texts()[i] for i in rows])
+    assert np.abs(vectors[rows] - fresh).max() <= found.card["max_abs_difference_from_fp32"] + 1e-5
