@@ -405,6 +405,54 @@ def bench_scale(store: ArtifactStore, sizes=SCALE_SIZES, k: int = 100) -> dict:
             **machine()}
 
 
+FIRST_VISIT_EXAMPLE = "Who sees the river-bank sense"  # the home page's curated exposure example
+FIRST_VISIT_ANSWER = "Exposing queries (exact)"
+FIRST_VISIT_PASSAGE = "sloping land (especially the slope beside a body of water)"
+
+
+def first_visit(shipped: bool, timeout_s: float = 900) -> dict:
+    """A newcomer's first visit with a real browser on an empty store: seconds from starting the
+    server to its health check (when ``make run`` prints its URL), from then to the Collection page,
+    and from the click on the curated exposure example to its exact exposing queries on screen."""
+    import tempfile
+
+    from eqi_core.dashboard import chromium, start_dashboard
+
+    timeout_ms = timeout_s * 1000
+    with tempfile.TemporaryDirectory(prefix="eqi-first-visit-") as home, chromium() as browser:
+        env = {"EQI_SHIPPED_EMBEDDINGS": "1" if shipped else "0", "EQI_DATA_ROOTS": ""}
+        started = time.perf_counter()
+        with start_dashboard(Path(home), env=env, ready_timeout=timeout_s) as url:
+            server = time.perf_counter() - started
+            page = browser.new_context(viewport={"width": 1400, "height": 1500}).new_page()
+            t = time.perf_counter()
+            page.goto(url, wait_until="domcontentloaded")
+            page.get_by_text("Start here", exact=False).first.wait_for(timeout=timeout_ms)
+            collection_page = time.perf_counter() - t
+            t = time.perf_counter()
+            page.get_by_text(FIRST_VISIT_EXAMPLE, exact=False).first.click()
+            page.get_by_text(FIRST_VISIT_ANSWER, exact=False).first.wait_for(timeout=timeout_ms)
+            page.get_by_text(FIRST_VISIT_PASSAGE, exact=False).first.wait_for(timeout=timeout_ms)
+            click = time.perf_counter() - t
+            page.context.close()
+    return {"server_ready_s": round(server, 1), "collection_page_s": round(collection_page, 1),
+            "first_click_s": round(click, 1)}
+
+
+def bench_first_visit(baseline: bool = True, timeout_s: float = 900) -> dict:
+    """``first_visit`` with the shipped passage vectors (ours) and, as the baseline in the same run,
+    with every vector encoded here (EQI_SHIPPED_EMBEDDINGS=0)."""
+    ours = first_visit(True, timeout_s)
+    out = {"benchmark": "first-visit", "machine": machine(), "ours (shipped passage vectors)": ours,
+           "targets": {"collection_page_s <= 10": ours["collection_page_s"] <= 10,
+                       "first_click_s <= 60": ours["first_click_s"] <= 60}}
+    if baseline:
+        base = first_visit(False, timeout_s)
+        out["baseline (every vector encoded here)"] = base
+        out["first_click_speedup"] = round(base["first_click_s"] / ours["first_click_s"], 2)
+    return out
+
+
 def bench_decoder(space, heldout_query_ids: list[str], n_queries: int = 20, n_traversals: int = 3, steps: int = 10,
                   seed: int = 0) -> dict:
     """Per-query decode latency: the decoder alone (beam search, the baseline) vs. with the encoder

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from eqi_core.dashboard import start_dashboard
 from eqi_core.store import ArtifactStore
-from tests.browser.conftest import start_dashboard
 
 pytestmark = pytest.mark.browser
 

@@ -1,0 +1,82 @@
+"""Start the dashboard as a user does (``streamlit run app.py``) and drive it with Debian's chromium:
+shared by the real-browser tests and ``eqi bench first-visit``."""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from eqi_core.errors import MissingDependency
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def start_dashboard(home: Path, env: dict | None = None, ready_timeout: float = 120) -> Iterator[str]:
+    """Start ``streamlit run app.py`` on a free loopback port with EQI_HOME=home; yield its URL once
+    the server answers its health check; stop it afterwards. ``env`` adds environment variables."""
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {**os.environ, "EQI_HOME": str(home), "HF_HUB_OFFLINE": "1", "OPENBLAS_THREAD_TIMEOUT": "4", **(env or {})}
+    shared = ROOT.parent / "shared" / "data"
+    if shared.is_dir() and "EQI_DATA_ROOTS" not in env:  # the real collections in the sidebar, as with EQI_DATA_ROOTS set
+        env["EQI_DATA_ROOTS"] = str(shared)
+    log = open(home / "streamlit.log", "w")  # noqa: SIM115 - the server outlives this function
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + ready_timeout
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.2)
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited early: {(home / 'streamlit.log').read_text()[-2000:]}")
+            if time.time() > deadline:
+                raise RuntimeError(f"streamlit did not become healthy in {ready_timeout:.0f} s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """A headless Debian chromium under Playwright (never a downloaded browser)."""
+    if not Path(CHROMIUM).exists():
+        raise MissingDependency(f"{CHROMIUM} is missing: install Debian's chromium (make test does, as root)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise MissingDependency("playwright is not installed: pip install -e '.[test]'") from None
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
