@@ -289,8 +289,10 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
 
 
 def bench_memory(collection_spec: str = "wordnet:full", dense: bool = False, k: int = 100) -> dict:
-    """Peak RSS of each CLI command, each run in its own process (os.wait4 reports the child's peak)."""
+    """Peak RSS of each CLI command, each run in its own process that reports its own VmHWM at exit
+    (rusage's ru_maxrss would keep this parent's peak at the fork across the child's exec)."""
     import os
+    import re
     import subprocess
     import sys
     import tempfile
@@ -308,15 +310,23 @@ def bench_memory(collection_spec: str = "wordnet:full", dense: bool = False, k: 
     rows = []
     for args in commands:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", "from eqi_core.cli import main; main()", *args],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([sys.executable, "-c", _REPORT_PEAK_AT_EXIT + "from eqi_core.cli import main; main()", *args],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+        peak = re.findall(r"EQI_PEAK_KB (\d+)", proc.stderr)
         rows.append({"command": "eqi " + " ".join(a if a != out_file else "<tmp>.trec" for a in args),
-                     "exit_code": os.waitstatus_to_exitcode(status), "seconds": round(time.perf_counter() - start, 1),
-                     "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)})
+                     "exit_code": proc.returncode, "seconds": round(time.perf_counter() - start, 1),
+                     "peak_rss_mb": round(int(peak[-1]) / 1024, 1) if peak else None})
     return {"benchmark": "memory", "collection": collection_spec, "commands": rows,
             "note": "second runs reuse the artifact store, so 'index' then measures loading, 'run' the cached run"}
 
+
+_REPORT_PEAK_AT_EXIT = (
+    "import atexit, sys\n"
+    "def _eqi_peak():\n"
+    "    kb = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
+    "    sys.stderr.write(f'EQI_PEAK_KB {kb}\\n')\n"
+    "atexit.register(_eqi_peak)\n"
+)
 
 SCALE_SIZES = (10_000, 30_000, 100_000, None)  # WordNet synsets; None: all 117,659
 
