@@ -286,11 +286,9 @@ def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPl
         params["source"] = result_log_digest(ranker_id)
     spec = ranker_spec(ranker_id)
     if spec.map_source == "dense":  # a map from shipped vectors is keyed apart from one from vectors encoded here
-        from eqi_core.rankers.dense import embeddings_artifact
+        from eqi_core.rankers.dense import shipped_digests
 
-        shipped = [embeddings_artifact(spec.encoder, {"collection": collection.fingerprint, "field": f})[1].get("shipped")
-                   for f in ("passages", "queries")]
-        if any(shipped):
+        if shipped := shipped_digests(spec.encoder, collection):
             params["shipped"] = shipped
     return params
 

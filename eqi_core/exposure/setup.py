@@ -98,8 +98,17 @@ class ExposureSetup:
     _methods: dict = field(default_factory=dict)  # built methods and look-up tables, per setup
 
     def params(self) -> dict:
+        """Store-key parameters of what is built from this setup (heads, evaluations): the map's and the
+        space's inputs, including the digests of shipped vectors where they are used."""
+        from eqi_core.rankers.dense import shipped_digests
+
         params = {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth,
                   "space": self.space}
+        map_spec = ranker_spec(self.ranker_id)
+        map_shipped = shipped_digests(map_spec.encoder, self.collection) if map_spec.map_source == "dense" else None
+        space_shipped = shipped_digests(self.space, self.collection)
+        if map_shipped or space_shipped:
+            params["shipped"] = {"map": map_shipped, "space": space_shipped}
         return {**params, "source": self.source} if self.source else params
 
     # -- splits ------------------------------------------------------------------------------

@@ -36,8 +36,14 @@ def is_indexed(ranker_id: str, collection: Collection, store: ArtifactStore) -> 
 
 
 def run_artifact(ranker_id: str, collection: Collection, k: int = 100) -> tuple[str, dict]:
-    """(kind, params) of a ranker's stored run over all the collection's queries."""
-    return "run", {"collection": collection.fingerprint, "ranker": ranker_id, "k": k}
+    """(kind, params) of a ranker's stored run over all the collection's queries (with the digests of
+    shipped vectors where a dense ranker uses them)."""
+    from eqi_core.rankers.dense import shipped_digests
+
+    params = {"collection": collection.fingerprint, "ranker": ranker_id, "k": k}
+    spec = ranker_spec(ranker_id)
+    shipped = shipped_digests(spec.encoder, collection) if spec.family == "dense" else None
+    return "run", {**params, "shipped": shipped} if shipped else params
 
 
 def has_run(ranker_id: str, collection: Collection, store: ArtifactStore, k: int = 100) -> bool:

@@ -123,6 +123,16 @@ def passage_embeddings_artifact(collection: Collection, encoder_id: str) -> tupl
     return embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "passages"})
 
 
+def shipped_digests(encoder_id: str | None, collection: Collection) -> list | None:
+    """[passages, queries] digests of the vectors shipped for this encoder and collection, or None:
+    the store keys of everything built from those vectors (maps, heads, evaluations) carry them."""
+    if not encoder_id:
+        return None
+    digests = [embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": f})[1].get("shipped")
+               for f in ("passages", "queries")]
+    return digests if any(digests) else None
+
+
 def shipped_for(encoder_id: str, params: dict):
     """The vectors shipped in assets/embeddings for this encoder, collection and field, if any."""
     from eqi_core.rankers.registry import encoding_path

@@ -56,6 +56,10 @@ def test_shipped_vectors_replace_encoding_and_are_keyed_apart(tiny, store, asset
     plan = plan_shards(len(tiny.queries), len(tiny.passages), 8)
     assert map_params(tiny, "minilm-l6", 10, plan)["shipped"] == [card["sha256"], None]
     assert "shipped" not in map_params(tiny, "bm25", 10, plan)
+    from eqi_core.rankers import run_artifact
+
+    assert run_artifact("minilm-l6", tiny)[1]["shipped"] == [card["sha256"], None]  # runs, heads, evaluations too
+    assert "shipped" not in run_artifact("bm25", tiny)[1]
 
 
 def test_other_content_or_field_is_not_seeded(tiny, store, assets):
@@ -101,3 +105,21 @@ def test_the_shipped_wordnet_vectors_are_this_encoders_vectors():
     rows = np.random.default_rng(0).choice(len(wordnet.passages), size=100, replace=False)
     fresh = load_encoder("minilm-l6").encode([wordnet.passage_texts()[i] for i in rows])
     assert np.abs(vectors[rows] - fresh).max() <= found.card["max_abs_difference_from_fp32"] + 1e-5
+
+
+def test_heads_and_evaluations_are_keyed_by_the_shipped_vectors(tiny, store, assets):
+    """What is built from a setup (heads, Table 2) must not be reused across vectors: a cached
+    evaluation made with vectors encoded here was once returned for shipped ones."""
+    from eqi_core.exposure.setup import ExposureSetup
+
+    enc = CountingEncoder()
+
+    def setup(ranker_id):
+        return ExposureSetup(tiny, ranker_id, 10, None, enc, enc.id, None, None, store)
+
+    before = setup("minilm-l6").params()
+    card = shipped.ship_embeddings(tiny, enc, "passages", assets / "tiny", "test")
+    after = setup("minilm-l6").params()
+    assert "shipped" not in before
+    assert after["shipped"] == {"map": [card["sha256"], None], "space": [card["sha256"], None]}
+    assert setup("bm25").params()["shipped"] == {"map": None, "space": [card["sha256"], None]}
