@@ -73,9 +73,11 @@ def _compile_in_an_idle_child(timeout_s: float = 600) -> None:
 
     _numba_cache()
     with contextlib.suppress(OSError, subprocess.SubprocessError):  # else the tiny fit compiles in-process
-        subprocess.run([sys.executable, "-c", "from eqi_core.projection import warm_up; warm_up(background=False)"],
+        # the `nice` program, not preexec_fn (unsafe in a process with threads, as the server is)
+        subprocess.run(["nice", "-n", "19", sys.executable, "-c",
+                        "from eqi_core.projection import warm_up; warm_up(background=False)"],
                        env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
-                       preexec_fn=lambda: os.nice(19), check=False)
+                       check=False)
 
 
 @dataclass
