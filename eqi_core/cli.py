@@ -492,6 +492,29 @@ def decoder_corpus_cmd(
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "recipe"}, indent=1))
 
 
+@app.command("decoder-lexicon")
+def decoder_lexicon_cmd(
+    decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder", help="a natural decoder folder"),
+    corpus: Path | None = typer.Option(None, "--corpus", help="the corpus it was trained on (eqi decoder-corpus); "
+                                       "default: built from ../shared/data into the store"),
+) -> None:
+    """Write a natural decoder's word list (its training text's words and WordNet's lemmas) beside its weights:
+    decoding then completes known words only and never repeats a content word (train-decoder writes it too)."""
+    from eqi_core.decoder.corpus import read_corpus
+    from eqi_core.decoder.natural import read_natural_card, write_lexicon
+
+    card = read_natural_card(decoder)
+    if corpus is None:
+        from eqi_core.decoder.natural_eval import corpus_path_for
+
+        corpus = corpus_path_for(_store(), _shared_data())
+    table, summary = read_corpus(corpus)
+    trained_on = (card.get("corpus") or {}).get("digest")
+    if trained_on and trained_on != summary.get("digest"):
+        raise DataError(f"{corpus}: corpus {summary.get('digest')}, but {decoder} was trained on {trained_on}")
+    typer.echo(json.dumps(write_lexicon(decoder, table), indent=1))
+
+
 @app.command("train-decoder")
 def train_decoder_cmd(
     collection: str = CollectionOpt,
@@ -547,8 +570,9 @@ def train_decoder_cmd(
     src = Path(dec.card["_folder"])
     if export:
         export.mkdir(parents=True, exist_ok=True)
-        for name in ("decoder.safetensors", "card.json"):
-            atomic_copy(src / name, export / name)
+        for name in ("decoder.safetensors", "card.json", "lexicon.txt.gz"):
+            if (src / name).is_file():
+                atomic_copy(src / name, export / name)
     card = {k: v for k, v in dec.card.items() if k not in ("_folder", "corpus")}
     typer.echo(json.dumps(card, indent=1, default=str))
 

@@ -183,6 +183,10 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
                    f"({corpus.get('queries_heldout', 0):,} queries held out). Trained by `{card.get('command', '')}` on "
                    f"{', '.join(r['device'] for r in runs) or '?'} in {card.get('train_seconds', 0):.0f} s. "
                    f"Checkpoint `{card.get('_folder')}`.")
+        if getattr(space.model, "lexicon", None) is not None:
+            st.caption(f"Decodes known words only: {len(space.model.lexicon):,} words of its training text and "
+                       "WordNet (no held-out item), no content word twice (`lexicon.txt.gz`; the evaluation's "
+                       "'decoder (no word list)' row is the same weights without it).")
     else:
         st.caption(f"Trained on {card.get('collection', '?')} for {card.get('encoder', '?')}: "
                    f"{card.get('data', {})}; {card.get('parameters', 0):,} parameters. Checkpoint `{card.get('_folder')}`.")

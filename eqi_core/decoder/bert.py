@@ -191,10 +191,13 @@ def reorder(caches, index: torch.Tensor):
 
 @torch.no_grad()
 def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
-                no_repeat: torch.Tensor, length_penalty: float = 0.6) -> list[list[tuple[list[int], float]]]:
+                no_repeat: torch.Tensor, length_penalty: float = 0.6,
+                constraint=None) -> list[list[tuple[list[int], float]]]:
     """Batched beam search with a key/value cache. ``first_banned``: output rows never chosen first
     (the end, word continuations); ``no_repeat``: output rows (content-word starts) that may
-    appear once per hypothesis. Returns per row up to ``beam`` (vocabulary ids, normalised score)."""
+    appear once per hypothesis; ``constraint``: a ``WordConstraint`` (known words only, no content
+    word twice; a row with no allowed candidate takes the model's own). Returns per row up to
+    ``beam`` (vocabulary ids, normalised score)."""
     cfg = model.cfg
     b, n_out = len(emb), len(model.out_ids)
     eos = int(model.out_index[cfg.eos_id])
@@ -207,30 +210,45 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
     seqs = tok.view(-1, 1)
     used = torch.zeros(b * beam, n_out, dtype=torch.bool)
     used[torch.arange(b * beam), seqs[:, 0]] = no_repeat[seqs[:, 0]]
+    states = [constraint.advance(constraint.start(), int(k)) for k in seqs[:, 0]] if constraint else None
+    n_cand = 8 * beam if constraint else 2 * beam
     finished: list[list[tuple[list[int], float]]] = [[] for _ in range(b)]
     done = torch.zeros(b, dtype=torch.bool)
     for t in range(1, cfg.max_len - 1):  # at most max_len - 1 tokens, as in training
         logp, caches = model.step(seqs[:, -1], t, caches)
         logp = logp.masked_fill(used, -1e9)
         total = (scores.view(-1, 1) + logp).view(b, beam * n_out)
-        cand, flat = total.topk(2 * beam, dim=1)
+        cand, flat = total.topk(min(n_cand, beam * n_out), dim=1)
         src, tok = flat // n_out, flat % n_out
         new_rows, new_tok, new_scores = [], [], torch.full((b, beam), -1e9)
         for i in range(b):
             kept = 0
-            for j in range(2 * beam):
-                s = float(cand[i, j])
-                if s < -1e8 or kept == beam:
+            # without a constraint: the best 2 x beam; with one: the allowed among the best 8 x beam,
+            # else among the best 1,024, else (nothing allowed) the model's own choice
+            passes = [(cand[i], src[i], tok[i], True)] if constraint else [(cand[i], src[i], tok[i], False)]
+            if constraint:
+                passes += [(None, None, None, True), (cand[i], src[i], tok[i], False)]
+            for p_cand, p_src, p_tok, check in passes:
+                if p_cand is None:
+                    p_cand, p_flat = total[i].topk(min(1024, beam * n_out))
+                    p_cand, p_flat = p_cand[cand.shape[1]:], p_flat[cand.shape[1]:]  # the first pass saw the rest
+                    p_src, p_tok = p_flat // n_out, p_flat % n_out
+                for s_j, src_j, tok_j in zip(p_cand.tolist(), p_src.tolist(), p_tok.tolist()):
+                    if s_j < -1e8 or kept == beam:
+                        break
+                    row = i * beam + src_j
+                    if constraint and check != constraint.allows(states[row], tok_j):
+                        continue  # allowed candidates first; the fallback pass takes the others
+                    if tok_j == eos:
+                        if not done[i]:
+                            finished[i].append((seqs[row].tolist(), s_j / ((t + 1) ** length_penalty)))
+                        continue
+                    new_rows.append(row)
+                    new_tok.append(tok_j)
+                    new_scores[i, kept] = s_j
+                    kept += 1
+                if kept or done[i]:
                     break
-                row = i * beam + int(src[i, j])
-                if int(tok[i, j]) == eos:
-                    if not done[i]:
-                        finished[i].append((seqs[row].tolist(), s / ((t + 1) ** length_penalty)))
-                    continue
-                new_rows.append(row)
-                new_tok.append(int(tok[i, j]))
-                new_scores[i, kept] = s
-                kept += 1
             while kept < beam:  # keep shapes: pad with a dead copy
                 new_rows.append(i * beam)
                 new_tok.append(eos)
@@ -242,6 +260,8 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
         if bool(done.all()):
             break
         index = torch.tensor(new_rows)
+        if constraint:
+            states = [constraint.advance(states[r], k) for r, k in zip(new_rows, new_tok)]
         seqs = torch.cat([seqs[index], torch.tensor(new_tok).view(-1, 1)], dim=1)
         used = used[index]
         nt = torch.tensor(new_tok)
@@ -249,16 +269,21 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
         scores = torch.where(done[:, None], torch.full_like(new_scores, -1e9), new_scores)
         caches = reorder(caches, index)
     for i in range(b):
-        if not finished[i]:
-            finished[i].append((seqs[i * beam].tolist(), float(scores[i, 0])))
+        if not finished[i]:  # cut off at the maximum length: the best open hypothesis
+            seq = seqs[i * beam].tolist()
+            if constraint:
+                seq = _without_bad_last_word(seq, states[i * beam], constraint)
+            finished[i].append((seq, float(scores[i, 0])))
     out_ids = model.out_ids.tolist()
     return [[([out_ids[k] for k in s], sc) for s, sc in sorted(f, key=lambda x: -x[1])[:beam]] for f in finished]
 
 
 @torch.no_grad()
 def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, first_banned: torch.Tensor,
-           generator: torch.Generator, temperature: float = 1.0, top_k: int = 200) -> list[list[list[int]]]:
-    """``n`` nucleus samples per row (vocabulary ids), for diverse suggestions."""
+           generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
+           constraint=None) -> list[list[list[int]]]:
+    """``n`` nucleus samples per row (vocabulary ids), for diverse suggestions; ``constraint`` (a
+    ``WordConstraint``) removes the nucleus's tokens that would leave known words."""
     cfg = model.cfg
     b = len(emb)
     eos = int(model.out_index[cfg.eos_id])
@@ -269,16 +294,22 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
     logp = logp.repeat_interleave(n, dim=0)
     seqs: list[list[int]] = [[] for _ in range(b * n)]
     alive = torch.ones(b * n, dtype=torch.bool)
+    states = [constraint.start() for _ in range(b * n)] if constraint is not None else None
     for t in range(cfg.max_len - 1):
         # nucleus within the top_k most likely tokens (as Hugging Face's generate with both set): the
         # nucleus of a trained decoder is far smaller than top_k, and a top-k is cheaper than a full sort
         top, si = logp.topk(min(top_k, logp.shape[-1]), dim=-1)
         sp = torch.softmax(top / temperature, dim=-1)
         keep = sp.cumsum(-1) - sp < top_p
+        if constraint is not None:
+            keep = _constrained_nucleus(keep, si, top > -1e8, alive, states, constraint)
         sp = sp * keep
+        sp = torch.where(sp.sum(-1, keepdim=True) > 0, sp, keep.float())  # allowed tokens too unlikely to register
         pick = si.gather(1, torch.multinomial(sp / sp.sum(-1, keepdim=True), 1, generator=generator)).view(-1)
         for r in range(b * n):
             if alive[r]:
+                if constraint is not None:
+                    states[r] = constraint.advance(states[r], int(pick[r]))
                 if int(pick[r]) == eos:
                     alive[r] = False
                 else:
@@ -286,8 +317,43 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
         if not bool(alive.any()) or t + 2 == cfg.max_len:
             break
         logp, caches = model.step(pick, t + 1, caches)
+    if constraint is not None:  # cut off at the maximum length: drop a last word that may not end
+        for r in range(b * n):
+            if alive[r]:
+                seqs[r] = _without_bad_last_word(seqs[r], states[r], constraint)
     out_ids = model.out_ids.tolist()
     return [[[out_ids[k] for k in seqs[i * n + j]] for j in range(n)] for i in range(b)]
+
+
+def _without_bad_last_word(seq: list[int], state, constraint) -> list[int]:
+    if constraint.can_end_word(state):
+        return seq
+    starts = [j for j, k in enumerate(seq) if not constraint.continues[k]]
+    return seq[:starts[-1]] if len(starts) > 1 else seq
+
+
+def _constrained_nucleus(keep: torch.Tensor, si: torch.Tensor, possible: torch.Tensor, alive: torch.Tensor,
+                         states: list, constraint) -> torch.Tensor:
+    """The nucleus without the tokens the constraint forbids; where none is left, the allowed
+    tokens of the whole top-k (of those ``possible``: not banned); where none is allowed at all,
+    the nucleus unchanged."""
+    keep = keep.clone()
+    for r in range(len(keep)):
+        if not alive[r]:
+            continue
+        toks = si[r].tolist()
+        inside = keep[r].nonzero().view(-1).tolist()
+        bad = [c for c in inside if not constraint.allows(states[r], toks[c])]
+        if len(bad) < len(inside):
+            keep[r, bad] = False
+            continue
+        seen = set(inside)
+        allowed = [c for c in possible[r].nonzero().view(-1).tolist()
+                   if c not in seen and constraint.allows(states[r], toks[c])]
+        if allowed:
+            keep[r] = False
+            keep[r, allowed] = True
+    return keep
 
 
 def token_ids_used(tokenizer, texts, special: list[int]) -> np.ndarray:

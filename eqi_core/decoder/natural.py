@@ -12,6 +12,7 @@ the step, so a run killed and restarted continues the same trajectory (bit-for-b
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import platform
@@ -24,6 +25,7 @@ import torch
 
 from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, words
 from eqi_core.decoder.bert import ARCH, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
+from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, token_specials
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
 from eqi_core.errors import DataError
@@ -221,6 +223,7 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
                 "trained_on": timing["calls"], "train_seconds": round(sum(c["seconds"] for c in timing["calls"]), 1),
                 "command": command}
         save_natural(model, tmp, card)
+        write_lexicon(tmp, table)
         return {"steps": cfg.steps}
 
     art = store.get_or_build("natural-decoder", params, build)
@@ -248,6 +251,23 @@ def save_natural(model: BertPrefixDecoder, folder: Path, card: dict, half: bool 
         Path(tmp).write_text(json.dumps({"format": 2, **card, "config": asdict(model.cfg)}, indent=1, default=str))
 
 
+def write_lexicon(folder: Path, corpus) -> dict:
+    """Write the decoder's word list (``lexicon.txt.gz``: the corpus's training texts and WordNet's
+    lemmas) beside its weights and record it in the card; loading then decodes known words only."""
+    from eqi_core.decoder.lexicon import lexicon_card, training_lexicon
+    from eqi_core.decoder.natural_eval import wordnet_words
+
+    folder = Path(folder)
+    card = read_natural_card(folder)
+    lexicon = training_lexicon(corpus, wordnet_words())
+    lexicon.save(folder)
+    card["lexicon"] = lexicon_card(lexicon, "the words of the corpus's training split (queries, passage sentences) "
+                                           "and WordNet 3.0 lemmas; no held-out query or passage")
+    with atomic_path(folder / CARD) as tmp:
+        Path(tmp).write_text(json.dumps(card, indent=1, default=str))
+    return card["lexicon"]
+
+
 class NaturalDecoderModel:
     """A trained natural decoder with its tokenizer: implements QueryDecoder (the model alone, no
     encoder in the loop). ``decode`` returns beam hypotheses; ``sample`` nucleus samples."""
@@ -255,7 +275,8 @@ class NaturalDecoderModel:
     name = "decoder"
     label = "natural-language decoder"
 
-    def __init__(self, model: BertPrefixDecoder, tok, card: dict | None = None, beam: int = 8):
+    def __init__(self, model: BertPrefixDecoder, tok, card: dict | None = None, beam: int = 8,
+                 lexicon: Lexicon | None = None):
         self.model = model.eval()
         self.tok = tok
         self.card = card or {}
@@ -272,6 +293,16 @@ class NaturalDecoderModel:
             no_repeat[j] = t.isalpha() and len(t) > 2 and t not in stop and not t.startswith("##")
         self.no_repeat = no_repeat
         self._vocab_size = len(vocab)
+        self.lexicon = lexicon
+        # known words only, no content word twice (word level, so the token-level ban is not needed)
+        self.constraint = constraint_for(tok, out, lexicon, stop) if lexicon is not None else None
+
+    def without_word_list(self) -> NaturalDecoderModel:
+        """The same weights decoding freely (made-up words possible): the evaluation's ablation."""
+        free = copy.copy(self)
+        free.lexicon, free.constraint = None, None
+        free.name, free.label = "decoder (no word list)", "natural-language decoder without its word list"
+        return free
 
     def text(self, ids: list[int]) -> str:
         return self.tok.decode(ids, skip_special_tokens=True)
@@ -281,7 +312,9 @@ class NaturalDecoderModel:
         width = max(n, beam or self.beam)
         out = []
         for start in range(0, len(x), 64):
-            for hyps in beam_search(self.model, x[start:start + 64], width, self.first_banned, self.no_repeat):
+            no_repeat = torch.zeros_like(self.no_repeat) if self.constraint else self.no_repeat
+            for hyps in beam_search(self.model, x[start:start + 64], width, self.first_banned, no_repeat,
+                                    constraint=self.constraint):
                 out.append(dedupe([Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps], n))
         return out
 
@@ -303,7 +336,8 @@ class NaturalDecoderModel:
         """``n`` nucleus samples for each row, in one batched pass (one generator for the batch)."""
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         gen = torch.Generator().manual_seed(seed)
-        return [[self.text(ids) for ids in row] for row in sample(self.model, x, n, top_p, self.first_banned, gen, temperature)]
+        rows = sample(self.model, x, n, top_p, self.first_banned, gen, temperature, constraint=self.constraint)
+        return [[self.text(ids) for ids in row] for row in rows]
 
 
 def _stopwords() -> frozenset[str]:
@@ -350,7 +384,8 @@ def load_natural(folder: Path, encoder, beam: int = 8) -> NaturalDecoderModel:
         model.load_state_dict(state)
     except (OSError, RuntimeError, ValueError, KeyError) as exc:
         raise DecoderError(f"{folder / WEIGHTS}: unreadable or incomplete decoder weights ({str(exc).splitlines()[0]})") from None
-    return NaturalDecoderModel(model, tok, {**card, "_folder": str(folder)}, beam)
+    lexicon = Lexicon.load(folder / LEXICON_FILE) if (folder / LEXICON_FILE).is_file() else None
+    return NaturalDecoderModel(model, tok, {**card, "_folder": str(folder)}, beam, lexicon)
 
 
 def is_natural_card(folder: Path) -> bool:
@@ -360,4 +395,5 @@ def is_natural_card(folder: Path) -> bool:
         return False
 
 
-__all__ = ["NaturalTraining", "train_natural", "load_natural", "NaturalDecoderModel", "save_natural", "words"]
+__all__ = ["NaturalTraining", "train_natural", "load_natural", "NaturalDecoderModel", "save_natural", "write_lexicon",
+           "words"]

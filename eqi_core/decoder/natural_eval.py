@@ -27,7 +27,8 @@ from eqi_core.decoder.evaluate import PAPER, token_f1
 from eqi_core.decoder.nearest import NearestQueryDecoder
 from eqi_core.progress import ProgressFn
 
-GROUPS = {"decoder": "decoder alone", "WordNet lemma decoder": "decoder alone",
+GROUPS = {"decoder": "decoder alone", "decoder (no word list)": "decoder alone (ablation: made-up words allowed)",
+          "WordNet lemma decoder": "decoder alone",
           "decoder+rerank": "encoder in the loop", "word-edit search": "encoder in the loop (search baseline)",
           "top-3 cosine words": "encoder in the loop (copy baseline)", "top-5 cosine words": "encoder in the loop (copy baseline)",
           "nearest logged query": "no encoder (lookup baseline)", "first 3 content words": "no encoder (copy baseline)"}
@@ -100,13 +101,22 @@ def _decode_all(decoder, emb: np.ndarray, progress: ProgressFn | None, one_at_a_
     return out
 
 
+def _ablation(model) -> list[tuple]:
+    """The decoder without its word list, where it has one (made-up words allowed)."""
+    if getattr(model, "constraint", None) is None:
+        return []
+    return [("decoder (no word list)", model.without_word_list(), False)]
+
+
 def round_trip_natural(model, rerank, nearest: NearestQueryDecoder, encoder, texts: list[str],
                        progress_factory=None, rerank_n: int | None = None, only=None) -> pd.DataFrame:
     """decode(enc(q)) against q for held-out natural queries: token F1 and cosine."""
     bar = progress_factory or (lambda label: None)
     emb = encoder.encode(texts, batch_size=256)
     rows = []
-    for name, dec, slow in [("decoder", model, False), ("decoder+rerank", rerank, True), ("nearest logged query", nearest, False)]:
+    methods = [("decoder", model, False), *_ablation(model), ("decoder+rerank", rerank, True),
+               ("nearest logged query", nearest, False)]
+    for name, dec, slow in methods:
         if only and name not in only:
             continue
         n = len(texts) if not slow or rerank_n is None else min(rerank_n, len(texts))
@@ -125,7 +135,8 @@ def passage_to_query_natural(space, doc_ids: list[str], nearest: NearestQueryDec
     emb = space.ranker.doc_embeddings[idx]
     texts = space.collection.passage_texts()
     ptexts = [texts[i] for i in idx]
-    methods = [("decoder", space.decoder("decoder"), False), ("decoder+rerank", space.decoder("decoder+rerank"), True),
+    methods = [("decoder", space.decoder("decoder"), False), *_ablation(space.decoder("decoder")),
+               ("decoder+rerank", space.decoder("decoder+rerank"), True),
                ("word-edit search", space.decoder("word-edit search"), True), ("nearest logged query", nearest, False)]
     rows = []
     for name, dec, slow in methods:

@@ -1,0 +1,149 @@
+"""The decoder's word list and the decoding constraint built on it.
+
+A decoder that spells words piece by piece (WordPiece) can invent words: "etcanrus", "xhanant".
+``Lexicon`` is the set of words of the decoder's own training text (training queries, training
+passage sentences, WordNet lemmas; never held-out items), shipped beside the weights as
+``lexicon.txt.gz``. ``WordConstraint`` keeps beam search and sampling to those words: a piece that
+continues a word must keep it a prefix of a known word, a word may end only when it is known (or a
+number), and a content word is never used twice in one output. A row with no allowed continuation
+falls back to the model's own choice, so decoding never stalls.
+"""
+from __future__ import annotations
+
+import gzip
+from bisect import bisect_left
+from collections.abc import Iterable
+from pathlib import Path
+
+from eqi_core.decoder.base import DecoderError, words
+from eqi_core.store import atomic_path, content_digest
+
+LEXICON_FILE = "lexicon.txt.gz"
+
+
+class Lexicon:
+    """Known words (lower case, as ``words`` splits text), with fast prefix tests (bisect)."""
+
+    def __init__(self, known: Iterable[str]):
+        self.sorted = sorted(set(known))
+        self.known = frozenset(self.sorted)
+
+    def __len__(self) -> int:
+        return len(self.sorted)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.known
+
+    def has_prefix(self, prefix: str, avoid: frozenset[str] = frozenset()) -> bool:
+        """Does some known word outside ``avoid`` start with ``prefix``?"""
+        i = bisect_left(self.sorted, prefix)
+        for w in self.sorted[i:i + len(avoid) + 1]:  # at most len(avoid) of them can be avoided
+            if not w.startswith(prefix):
+                return False
+            if w not in avoid:
+                return True
+        return False
+
+    @property
+    def digest(self) -> str:
+        return content_digest("\n".join(self.sorted))
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], extra: Iterable[str] = ()) -> Lexicon:
+        known = set(extra)
+        for t in texts:
+            known.update(words(t))
+        return cls(known)
+
+    def save(self, folder: Path) -> Path:
+        path = Path(folder) / LEXICON_FILE
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(gzip.compress("\n".join(self.sorted).encode(), 9, mtime=0))
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> Lexicon:
+        try:
+            text = gzip.decompress(Path(path).read_bytes()).decode("utf-8")
+        except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
+            raise DecoderError(f"{path}: not a gzip-compressed word list ({type(exc).__name__})") from None
+        known = [w for w in text.split("\n") if w]
+        if not known or any(w != w.strip().lower() for w in known[:1000]):
+            raise DecoderError(f"{path}: expected one lower-case word per line")
+        return cls(known)
+
+
+def training_lexicon(corpus, wordnet: Iterable[str]) -> Lexicon:
+    """The words of the decoder corpus's training split (queries and passage sentences) plus
+    WordNet's lemmas: held-out queries and passages contribute nothing."""
+    return Lexicon.from_texts(corpus.loc[corpus["split"] == "train", "text"], wordnet)
+
+
+class WordConstraint:
+    """Per-hypothesis state for lexicon-constrained decoding over a decoder's output vocabulary.
+
+    ``pieces[j]``: the text output row j adds (continuations without their ``##``);
+    ``continues[j]``: whether row j continues the current word. A state is (current word, content
+    words used so far)."""
+
+    def __init__(self, lexicon: Lexicon, pieces: list[str], continues: list[bool], stop: frozenset[str]):
+        self.lexicon = lexicon
+        self.pieces = ["" if p.startswith("[") and p.endswith("]") else p for p in pieces]  # [SEP] etc. add no text
+        self.continues = continues
+        self.stop = stop
+        self._ends: dict[tuple[str, frozenset], bool] = {}
+
+    @staticmethod
+    def start() -> tuple[str, frozenset]:
+        return ("", frozenset())
+
+    def _content(self, ws: list[str]) -> list[str]:
+        return [w for w in ws if w not in self.stop and len(w) > 1 and not w.isdigit()]
+
+    def can_end_word(self, state: tuple[str, frozenset]) -> bool:
+        """May the current word end here (a known word or a number, no content word repeated)?"""
+        key = state
+        hit = self._ends.get(key)
+        if hit is None:
+            ws = words(state[0])
+            content = self._content(ws)
+            hit = (all(w in self.lexicon or w.isdigit() for w in ws)
+                   and len(set(content)) == len(content) and not (set(content) & state[1]))
+            if len(self._ends) > 200_000:
+                self._ends.clear()
+            self._ends[key] = hit
+        return hit
+
+    def allows(self, state: tuple[str, frozenset], row: int) -> bool:
+        """May output row ``row`` follow ``state``? A word start (or the end of text) needs the current
+        word to end well; either way the word being spelled must still be able to become a known word
+        that is not a content word already used (so sampling, which cannot back up, meets no dead end)."""
+        if self.continues[row]:
+            grown, used = words(state[0] + self.pieces[row]), state[1]
+        else:
+            if not self.can_end_word(state):
+                return False
+            grown, used = words(self.pieces[row]), state[1] | frozenset(self._content(words(state[0])))
+        return not grown or grown[-1].isdigit() or self.lexicon.has_prefix(grown[-1], used)
+
+    def advance(self, state: tuple[str, frozenset], row: int) -> tuple[str, frozenset]:
+        if self.continues[row]:
+            return (state[0] + self.pieces[row], state[1])
+        used = state[1] | frozenset(self._content(words(state[0])))
+        return (self.pieces[row], used)
+
+
+def constraint_for(tok, out_ids: list[int], lexicon: Lexicon, stop: frozenset[str]) -> WordConstraint:
+    pieces, continues = [], []
+    for i in out_ids:
+        t = tok.id_to_token(int(i)) or ""
+        continues.append(t.startswith("##"))
+        pieces.append(t[2:] if t.startswith("##") else t)
+    return WordConstraint(lexicon, pieces, continues, stop)
+
+
+def lexicon_card(lexicon: Lexicon, source: str) -> dict:
+    return {"file": LEXICON_FILE, "words": len(lexicon), "digest": lexicon.digest, "source": source}
+
+
+__all__ = ["Lexicon", "WordConstraint", "training_lexicon", "constraint_for", "lexicon_card", "LEXICON_FILE"]

@@ -1,0 +1,116 @@
+"""The natural decoder's word list and lexicon-constrained decoding (tiny model, made-up vocabulary)."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import torch
+
+from eqi_core.decoder.base import DecoderError, words
+from eqi_core.decoder.bert import beam_search, sample
+from eqi_core.decoder.lexicon import Lexicon, WordConstraint, training_lexicon
+from tests.unit.test_natural_decoder import VOCAB, tiny_model
+
+# output row j is token id j + 2 (row 0: the end of text); ids 3.. are these pieces, cycled
+PIECES = ["cat", "dog", "run", "the", "##s", "##x", "##ning", "##zz", "a", "big", "##g", "sun"]
+LEXICON = Lexicon(["a", "big", "cat", "cats", "dog", "dogs", "run", "running", "sun", "the"])
+STOP = frozenset({"a", "the"})
+
+
+def vocabulary() -> tuple[list[str], list[bool]]:
+    toks = ["[SEP]"] + [PIECES[(i - 3) % len(PIECES)] for i in range(3, VOCAB)]
+    return [t[2:] if t.startswith("##") else t for t in toks], [t.startswith("##") for t in toks]
+
+
+def constraint(lexicon=LEXICON) -> WordConstraint:
+    pieces, continues = vocabulary()
+    return WordConstraint(lexicon, pieces, continues, STOP)
+
+
+def text(model, ids: list[int]) -> str:
+    """Join pieces as WordPiece does: a ``##`` piece continues the word before it."""
+    pieces, continues = vocabulary()
+    out = ""
+    for i in ids:
+        row = int(model.out_index[i])
+        out += pieces[row] if continues[row] else " " + pieces[row]
+    return out.strip()
+
+
+def bad_words(t: str) -> list[str]:
+    return [w for w in words(t) if w not in LEXICON]
+
+
+def repeats(t: str) -> bool:
+    content = [w for w in words(t) if w not in STOP]
+    return len(content) != len(set(content))
+
+
+def test_lexicon_prefixes_and_file_round_trip(tmp_path):
+    assert LEXICON.has_prefix("runn") and LEXICON.has_prefix("cat") and not LEXICON.has_prefix("catx")
+    assert "cats" in LEXICON and "cat s" not in LEXICON
+    LEXICON.save(tmp_path)
+    again = Lexicon.load(tmp_path / "lexicon.txt.gz")
+    assert again.sorted == LEXICON.sorted and again.digest == LEXICON.digest
+    (tmp_path / "bad.gz").write_bytes(b"not gzip")
+    with pytest.raises(DecoderError, match=r"bad.gz: not a gzip-compressed word list") as err:
+        Lexicon.load(tmp_path / "bad.gz")
+    assert "\n" not in str(err.value)
+    (tmp_path / "upper.gz").write_bytes(gzip.compress(b"Cat\ndog"))
+    with pytest.raises(DecoderError, match="one lower-case word per line"):
+        Lexicon.load(tmp_path / "upper.gz")
+
+
+def test_training_lexicon_leaves_out_held_out_text():
+    import pandas as pd
+
+    corpus = pd.DataFrame({"text": ["what is a cat", "zebra crossing rules"], "split": ["train", "heldout"]})
+    lex = training_lexicon(corpus, ["dog"])
+    assert {"what", "is", "a", "cat", "dog"} <= lex.known and "zebra" not in lex
+
+
+def test_constraint_hand_cases():
+    c = constraint()
+    pieces, _ = vocabulary()
+    row = {p: pieces.index(p) for p in ("cat", "s", "x", "ning", "run", "the", "[SEP]")}
+    s = c.advance(c.start(), row["cat"])
+    assert c.allows(s, row["s"]) and not c.allows(s, row["x"])  # "cats" is known, "catx" starts nothing
+    assert c.allows(s, row["the"]) and c.allows(s, row["[SEP]"])  # "cat" may end
+    s = c.advance(s, row["the"])  # "cat" done, now "the"
+    assert c.allows(s, row["cat"])  # "the" may end (a stop word is never a repeat)
+    s = c.advance(s, row["cat"])  # "cat" again is being spelled; ending it repeats a content word
+    assert not c.allows(s, row["[SEP]"]) and c.allows(s, row["s"])  # "cats" is a different word
+    s = c.advance(c.start(), row["run"])
+    assert c.allows(s, row["ning"])
+    assert not c.allows(c.advance(s, row["x"]), row["[SEP]"])  # "runx" may not end
+
+
+def test_constrained_decoding_keeps_to_known_words_without_repeats():
+    model = tiny_model(seed=5)
+    emb = torch.nn.functional.normalize(torch.randn(12, 16, generator=torch.Generator().manual_seed(1)), dim=1)
+    starts_a_piece = torch.tensor([j for j, p in enumerate(vocabulary()[1]) if p], dtype=torch.long)
+    none = torch.zeros(len(model.out_ids), dtype=torch.bool)
+    free = [text(model, h[0][0]) for h in beam_search(model, emb, 4, starts_a_piece, none)]
+    assert any(bad_words(t) for t in free)  # the tiny model does make up words: the check below can fail
+    kept = [text(model, h[0][0]) for h in beam_search(model, emb, 4, starts_a_piece, none, constraint=constraint())]
+    assert all(t for t in kept)
+    assert not [t for t in kept if bad_words(t) or repeats(t)]
+    gen = torch.Generator().manual_seed(0)
+    free_s = sample(model, emb, 6, 0.95, starts_a_piece, gen, top_k=30)
+    assert any(bad_words(text(model, ids)) for row in free_s for ids in row)
+    gen = torch.Generator().manual_seed(0)
+    got = sample(model, emb, 6, 0.95, starts_a_piece, gen, top_k=30, constraint=constraint())
+    outs = [text(model, ids) for row in got for ids in row]
+    assert not [t for t in outs if bad_words(t) or repeats(t)]
+
+
+def test_decoding_never_stalls_when_no_word_can_be_spelled():
+    model = tiny_model(seed=5)
+    emb = torch.nn.functional.normalize(torch.randn(3, 16, generator=torch.Generator().manual_seed(2)), dim=1)
+    none = torch.zeros(len(model.out_ids), dtype=torch.bool)
+    starts_a_piece = torch.tensor([j for j, p in enumerate(vocabulary()[1]) if p], dtype=torch.long)
+    impossible = constraint(Lexicon(["qqqq"]))
+    hyps = beam_search(model, emb, 3, starts_a_piece, none, constraint=impossible)
+    assert all(h and h[0][0] for h in hyps)  # falls back to the model's own choice
+    got = sample(model, emb, 2, 0.9, starts_a_piece, torch.Generator().manual_seed(0), top_k=30, constraint=impossible)
+    assert all(ids for row in got for ids in row)
