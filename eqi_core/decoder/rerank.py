@@ -53,7 +53,8 @@ class RerankDecoder:
         elif self.samples and hasattr(self.base, "sample"):
             for pool, t in zip(pools, x):
                 pool += self.base.sample(t, n=self.samples, top_p=self.top_p, seed=0, temperature=self.temperature)
-        cos = self._score_rows([fluent(p) for p in pools], x)
+        lexicon = getattr(self.base, "lexicon", None)
+        cos = self._score_rows([fluent(p, lexicon) for p in pools], x)
         for _ in range(self.rounds):
             live = [i for i, c in enumerate(cos) if c]
             if not live:
@@ -62,7 +63,7 @@ class RerankDecoder:
             e_best = self.encoder.encode(best, batch_size=256)
             push = x[live] + (x[live] - e_best)
             more = self.base.decode(push / np.linalg.norm(push, axis=1, keepdims=True), n=4, beam=4)
-            new = [[t for t in fluent([c.text for c in m]) if t not in cos[i]] for i, m in zip(live, more)]
+            new = [[t for t in fluent([c.text for c in m], lexicon) if t not in cos[i]] for i, m in zip(live, more)]
             for i, scored in zip(live, self._score_rows(new, x[live])):
                 cos[i].update(scored)
         return [self._ranked(c, b, n) for c, b in zip(cos, beams)]
@@ -88,11 +89,16 @@ class RerankDecoder:
         return dedupe(out, n)
 
 
-def fluent(texts: list[str]) -> list[str]:
+def fluent(texts: list[str], lexicon=None) -> list[str]:
     """Distinct non-empty texts, without those repeating a content word (the judge would favour
-    them: repeating a word moves the embedding towards it), unless every text does."""
+    them: repeating a word moves the embedding towards it) and, given the decoder's word list,
+    without those holding a word outside it (left by the decoder's fallback when no known word
+    could be spelled), unless every text does."""
     texts = list(dict.fromkeys(t for t in texts if words(t)))
-    return [t for t in texts if not repeats_a_content_word(t)] or texts
+    texts = [t for t in texts if not repeats_a_content_word(t)] or texts
+    if lexicon is not None:
+        texts = [t for t in texts if all(w in lexicon or w.isdigit() for w in words(t))] or texts
+    return texts
 
 
 __all__ = ["RerankDecoder", "fluent"]

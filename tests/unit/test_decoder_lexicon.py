@@ -114,3 +114,12 @@ def test_decoding_never_stalls_when_no_word_can_be_spelled():
     assert all(h and h[0][0] for h in hyps)  # falls back to the model's own choice
     got = sample(model, emb, 2, 0.9, starts_a_piece, torch.Generator().manual_seed(0), top_k=30, constraint=impossible)
     assert all(ids for row in got for ids in row)
+
+
+def test_rerank_sets_aside_fallback_words_unless_nothing_else_is_left():
+    from eqi_core.decoder.rerank import fluent
+
+    texts = ["big cats run", "big catx run", "dog dog", "the sun"]
+    assert fluent(texts) == ["big cats run", "big catx run", "the sun"]  # the repeat set aside
+    assert fluent(texts, LEXICON.known) == ["big cats run", "the sun"]  # and the made-up word
+    assert fluent(["catx"], LEXICON.known) == ["catx"]  # never an empty pool
