@@ -753,6 +753,9 @@ def eval_suggestions_cmd(
         kept = [r for r in card.get("evaluation", []) if r.get("collection") not in names]
         decoding = describe_decoding(DECODING)  # rows measured with another decoding stay told apart
         card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
+        commands = card.get("evaluation_commands")
+        commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list
+        card["evaluation_commands"] = {**commands, **{name: " ".join(["eqi", *sys.argv[1:]]) for name in sorted(names)}}
         atomic_write(folder / CARD, json.dumps(card, indent=1, default=str))
 
 

@@ -125,4 +125,7 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
             how = f" (decoding: {part['decoding'].iloc[0]})" if "decoding" in part and part["decoding"].notna().any() else ""
             st.plotly_chart(suggestion_intervals(part, f"{name}: best of k suggestions{how}"), config=PLOT_CONFIG,
                             key=f"sug_eval_{name}")
+            commands = card.get("evaluation_commands")
+            if isinstance(commands, dict) and commands.get(name):
+                st.caption(f"Measured by `{commands[name]}`")
         st.dataframe(table, hide_index=True, key="sug_eval_table")

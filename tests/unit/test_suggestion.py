@@ -249,3 +249,20 @@ def test_figures_draw_the_numbers_they_are_given():
     assert len(fig.data) == 1 and list(fig.data[0].y) == [0.5, 0.6, 0.6, 0.7]
     np.testing.assert_allclose(fig.data[0].error_y.array, [0.05, 0.1, 0.1, 0.1])
     np.testing.assert_allclose(fig.data[0].error_y.arrayminus, [0.05, 0.1, 0.1, 0.1])
+
+
+def test_paired_difference_from_rm3_by_hand():
+    from eqi_core.suggestion.evaluate import paired_difference
+
+    scored = pd.DataFrame([{"query_id": q, "method": m, "best@10": v} for q, m, v in [
+        ("a", "RM3", 0.5), ("a", "PRF", 0.6), ("b", "RM3", 0.2), ("b", "PRF", 0.3), ("c", "RM3", 0.9), ("c", "PRF", 1.0),
+        ("d", "PRF", 0.0)]])  # d: RM3 made nothing to pair with
+    diff = paired_difference(scored, "PRF")
+    # every paired query gains 0.1: mean 0.1, and no resample can move it
+    assert diff["best@10_minus_RM3"] == pytest.approx(0.1)
+    assert diff["best@10_minus_RM3_lo"] == pytest.approx(0.1) and diff["best@10_minus_RM3_hi"] == pytest.approx(0.1)
+    scored.loc[(scored["query_id"] == "c") & (scored["method"] == "PRF"), "best@10"] = 0.5  # now -0.4 on c
+    diff = paired_difference(scored, "PRF")
+    assert diff["best@10_minus_RM3"] == pytest.approx((0.1 + 0.1 - 0.4) / 3)
+    assert diff["best@10_minus_RM3_lo"] < 0 < diff["best@10_minus_RM3_hi"]
+    assert paired_difference(scored, "RM3") == {} and paired_difference(scored, "plain") == {}
