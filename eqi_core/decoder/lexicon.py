@@ -92,6 +92,7 @@ class WordConstraint:
         self.continues = continues
         self.stop = stop
         self._ends: dict[tuple[str, frozenset], bool] = {}
+        self._piece_words = [words(p) for p in self.pieces]
 
     @staticmethod
     def start() -> tuple[str, frozenset]:
@@ -125,6 +126,26 @@ class WordConstraint:
                 return False
             grown, used = words(self.pieces[row]), state[1] | frozenset(self._content(words(state[0])))
         return not grown or grown[-1].isdigit() or self.lexicon.has_prefix(grown[-1], used)
+
+    def allowed_rows(self, state: tuple[str, frozenset], rows: list[int]) -> list[bool]:
+        """``[allows(state, r) for r in rows]``, with what depends on the state alone worked out
+        once (sampling asks this for up to 200 rows of each hypothesis at every step)."""
+        current, used = state
+        ends = used_after = None
+        out = []
+        for row in rows:
+            if self.continues[row]:
+                grown, avoid = words(current + self.pieces[row]), used
+            else:
+                if ends is None:
+                    ends = self.can_end_word(state)
+                    used_after = used | frozenset(self._content(words(current)))
+                if not ends:
+                    out.append(False)
+                    continue
+                grown, avoid = self._piece_words[row], used_after
+            out.append(not grown or grown[-1].isdigit() or self.lexicon.has_prefix(grown[-1], avoid))
+        return out
 
     def advance(self, state: tuple[str, frozenset], row: int) -> tuple[str, frozenset]:
         if self.continues[row]:

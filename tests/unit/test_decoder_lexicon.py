@@ -123,3 +123,16 @@ def test_rerank_sets_aside_fallback_words_unless_nothing_else_is_left():
     assert fluent(texts) == ["big cats run", "big catx run", "the sun"]  # the repeat set aside
     assert fluent(texts, LEXICON.known) == ["big cats run", "the sun"]  # and the made-up word
     assert fluent(["catx"], LEXICON.known) == ["catx"]  # never an empty pool
+
+
+def test_allowed_rows_answers_as_allows_for_every_state_and_row():
+    """Sampling asks ``allowed_rows`` (state-level work done once); it must agree with ``allows``."""
+    c = constraint()
+    rows = list(range(len(c.pieces)))
+    states = [c.start()]
+    for _ in range(3):  # every state reachable in three steps
+        states = list({c.advance(s, r) for s in states for r in rows}) + [c.start()]
+    assert len(states) > 100
+    for s in states:
+        assert c.allowed_rows(s, rows) == [c.allows(s, r) for r in rows]
+    assert c.allowed_rows(c.start(), []) == []
