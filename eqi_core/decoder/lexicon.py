@@ -119,17 +119,11 @@ class WordConstraint:
         """May output row ``row`` follow ``state``? A word start (or the end of text) needs the current
         word to end well; either way the word being spelled must still be able to become a known word
         that is not a content word already used (so sampling, which cannot back up, meets no dead end)."""
-        if self.continues[row]:
-            grown, used = words(state[0] + self.pieces[row]), state[1]
-        else:
-            if not self.can_end_word(state):
-                return False
-            grown, used = words(self.pieces[row]), state[1] | frozenset(self._content(words(state[0])))
-        return not grown or grown[-1].isdigit() or self.lexicon.has_prefix(grown[-1], used)
+        return self.allowed_rows(state, [row])[0]
 
     def allowed_rows(self, state: tuple[str, frozenset], rows: list[int]) -> list[bool]:
-        """``[allows(state, r) for r in rows]``, with what depends on the state alone worked out
-        once (sampling asks this for up to 200 rows of each hypothesis at every step)."""
+        """``allows`` for each of ``rows``, with what depends on the state alone worked out once
+        (sampling asks this for up to 200 rows of each hypothesis at every step)."""
         current, used = state
         ends = used_after = None
         out = []
