@@ -648,6 +648,8 @@ def train_suggester_cmd(
     batch_size: int = typer.Option(256, "--batch-size", min=2, max=8192),
     lr: float = typer.Option(5e-4, "--lr"),
     seed: int = typer.Option(0, "--seed"),
+    points: int = typer.Option(1, "--points", min=1, max=10, help="predicted rewrite embeddings per query; > 1 trains "
+                               "them winner-take-all (each may specialise) and shares the samples out among them"),
     max_minutes: float | None = typer.Option(None, "--max-minutes", help="stop (with a checkpoint) after this long; rerun to resume"),
     export: Path | None = typer.Option(None, "--export", help="also copy the model (safetensors + card.json) here"),
 ) -> None:
@@ -657,7 +659,7 @@ def train_suggester_cmd(
     from eqi_core.rankers import load_encoder
     from eqi_core.suggestion.model import CARD, WEIGHTS, SuggesterTraining, find_dataset, train_suggester
 
-    cfg = SuggesterTraining(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+    cfg = SuggesterTraining(steps=steps, batch_size=batch_size, lr=lr, seed=seed, points=points)
     cfg.validate()
     enc = load_encoder(encoder)
     dataset = find_dataset(_store(), enc.id)

@@ -47,6 +47,7 @@ class SuggesterConfig:
     encoder_id: str
     hidden: int = 64
     dropout: float = 0.1
+    points: int = 1  # predicted rewrite embeddings per query (> 1: trained winner-take-all)
     arch: str = ARCH
 
 
@@ -62,48 +63,78 @@ class SuggesterTraining:
     validation_share: float = 0.05  # of the dataset's queries, by a hash of the id: picks the checkpoint
     validate_every: int = 250
     seed: int = 0
+    points: int = 1
+    spread: float = 0.05  # points > 1: weight of the mean loss over all points beside the winner's
 
     def validate(self) -> None:
         if self.steps < 1 or self.batch_size < 2 or not 0 < self.lr < 1 or self.hidden < 1:
             raise DataError(f"suggester training: steps {self.steps}, batch {self.batch_size}, lr {self.lr}, "
                             f"hidden {self.hidden}: expected steps >= 1, batch >= 2, 0 < lr < 1, hidden >= 1")
+        if not 1 <= self.points <= MAX_SUGGESTIONS or not 0 <= self.spread <= 1:
+            raise DataError(f"suggester training: points {self.points}, spread {self.spread}: expected 1 <= points "
+                            f"<= {MAX_SUGGESTIONS} and 0 <= spread <= 1")
 
 
 class SuggestionHead(nn.Module):
-    """Embedding of a successful rewrite. PRF: a learned convex combination of the query and its
-    five feedback passages (each scored from its embedding and its product with the query, plus a
-    rank bias) and a small correction; plain: the query plus a small correction from the query.
-    Small on purpose: a 3.7M-parameter transformer memorised the ~15k training rewrites (validation
-    cosine 0.44, below the plain feedback centroid's 0.47). Untrained, plain returns the query and
-    PRF the centroid of the query and its feedback."""
+    """Embeddings of successful rewrites: ``points`` of them per query (1 by default). PRF: each a
+    learned convex combination of the query and its five feedback passages (scored from each
+    passage's embedding and its product with the query, plus a rank bias per point) and a small
+    correction; plain: the query plus a small correction per point. Small on purpose: a
+    3.7M-parameter transformer memorised the ~15k training rewrites (validation cosine 0.44, below
+    the plain feedback centroid's 0.47). Untrained with one point, plain returns the query and PRF
+    the centroid of the query and its feedback; with several, the points start slightly apart (the
+    winner-take-all loss needs them to differ)."""
 
     def __init__(self, cfg: SuggesterConfig):
         super().__init__()
         if cfg.kind not in KINDS:
             raise DataError(f"suggester kind {cfg.kind!r}: expected one of {', '.join(KINDS)}")
+        if not 1 <= cfg.points <= MAX_SUGGESTIONS:
+            raise DataError(f"suggester points {cfg.points}: expected 1 to {MAX_SUGGESTIONS}")
         self.cfg = cfg
+        m = cfg.points
         self.score = nn.Sequential(nn.Linear(2 * cfg.dim, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
-                                   nn.Linear(cfg.hidden, 1))
-        self.rank_bias = nn.Parameter(torch.zeros(1 + FEEDBACK))  # query, feedback rank 1..5
+                                   nn.Linear(cfg.hidden, m))
+        self.rank_bias = nn.Parameter(torch.zeros(m * (1 + FEEDBACK)))  # per point: query, feedback rank 1..5
         self.delta = nn.Sequential(nn.Linear(cfg.dim, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
-                                   nn.Linear(cfg.hidden, cfg.dim))
+                                   nn.Linear(cfg.hidden, m * cfg.dim))
         for last in (self.score[-1], self.delta[-1]):
-            nn.init.zeros_(last.weight)
             nn.init.zeros_(last.bias)
+            if m == 1:
+                nn.init.zeros_(last.weight)
+            else:
+                nn.init.normal_(last.weight, std=0.05)
+        if m > 1:
+            nn.init.normal_(self.rank_bias, std=0.5)
 
     def weights(self, context: torch.Tensor) -> torch.Tensor:
-        """PRF: (batch, 1 + FEEDBACK) mixing weights of the query and its feedback passages."""
+        """PRF: (batch, points, 1 + FEEDBACK) mixing weights of the query and its feedback passages."""
         q = context[:, :1]
         z = torch.cat([context, context * q], dim=-1)
-        return torch.softmax(self.score(z).squeeze(-1) + self.rank_bias, dim=-1)
+        logits = self.score(z).transpose(1, 2) + self.rank_bias.view(self.cfg.points, 1 + FEEDBACK)
+        return torch.softmax(logits, dim=-1)
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
-        """``context``: (batch, 1 + FEEDBACK, dim), the query first; plain reads the query only."""
+        """``context``: (batch, 1 + FEEDBACK, dim), the query first; plain reads the query only.
+        Returns (batch, points, dim), unit length."""
+        b, m, dim = len(context), self.cfg.points, self.cfg.dim
         if self.cfg.kind == "plain":
-            base = context[:, 0]
+            base = context[:, :1].expand(b, m, dim)
         else:
-            base = (self.weights(context)[..., None] * context).sum(1)
-        return F.normalize(base + self.delta(base), dim=-1)
+            base = self.weights(context) @ context
+        correction = self.delta(base).view(b, m, m, dim).diagonal(dim1=1, dim2=2).transpose(1, 2)  # point i's own
+        return F.normalize(base + correction, dim=-1)
+
+
+def rewrite_loss(pred: torch.Tensor, rewrite: torch.Tensor, spread: float) -> torch.Tensor:
+    """1 - cosine of the point nearest the rewrite (winner-take-all: with several points each may
+    specialise on one kind of rewrite, as best-of-k scoring rewards), plus ``spread`` x the mean
+    over all points so that no point is left untrained (relaxed WTA, Rupprecht et al. 2017).
+    With one point: plain 1 - cosine."""
+    cos = (pred * rewrite[:, None]).sum(-1)  # (batch, points)
+    if cos.shape[1] == 1:
+        return (1 - cos[:, 0]).mean()
+    return ((1 - spread) * (1 - cos.max(1).values) + spread * (1 - cos).mean(1)).mean()
 
 
 # -- training ---------------------------------------------------------------------------------------
@@ -152,8 +183,7 @@ def train_loop(head: SuggestionHead, data: dict, cfg: SuggesterTraining, work: P
         rng = np.random.default_rng(cfg.seed * 1_000_003 + step)  # batches depend on the step only
         batch = torch.from_numpy(train_idx[rng.choice(len(train_idx), cfg.batch_size, replace=False)])
         torch.manual_seed(cfg.seed * 1_000_003 + step)
-        pred = head(context[walk[batch]])
-        loss = (1 - (pred * rewrite[batch]).sum(-1)).mean()
+        loss = rewrite_loss(head(context[walk[batch]]), rewrite[batch], cfg.spread)
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(head.parameters(), 1.0)
@@ -185,14 +215,15 @@ def train_loop(head: SuggestionHead, data: dict, cfg: SuggesterTraining, work: P
 
 @torch.no_grad()
 def validation_cosine(head: SuggestionHead, data: dict) -> dict:
-    """Mean cosine of the predicted point to the held-out queries' rewrites, against the query itself."""
+    """Mean cosine of the predicted point (with several, the nearest) to the held-out queries'
+    rewrites, against the query itself and the feedback centroid."""
     idx = np.flatnonzero(data["val"])
     if not len(idx):
         return {}
     ctx = torch.from_numpy(data["context"][data["walk"][idx]].astype(np.float32))
     target = F.normalize(torch.from_numpy(data["rewrite"][idx].astype(np.float32)), dim=-1)
-    pred = head.eval()(ctx)
-    return {"rewrites": len(idx), "cos_predicted": float((pred * target).sum(-1).mean()),
+    cos = (head.eval()(ctx) * target[:, None]).sum(-1)
+    return {"rewrites": len(idx), "cos_predicted": float(cos.max(1).values.mean()),
             "cos_query": round(float((F.normalize(ctx[:, 0], dim=-1) * target).sum(-1).mean()), 4),
             "cos_feedback_mean": round(float((F.normalize(ctx[:, 1:].mean(1), dim=-1) * target).sum(-1).mean()), 4)}
 
@@ -211,7 +242,7 @@ def train_suggester(dataset, kind: str, encoder, store: ArtifactStore, cfg: Sugg
     if found is not None:
         return load_suggester(found.path, encoder)
     data = training_arrays(dataset.path, cfg.validation_share)
-    model_cfg = SuggesterConfig(kind, int(data["context"].shape[-1]), encoder.id, cfg.hidden, cfg.dropout)
+    model_cfg = SuggesterConfig(kind, int(data["context"].shape[-1]), encoder.id, cfg.hidden, cfg.dropout, cfg.points)
     torch.manual_seed(cfg.seed)
     head = SuggestionHead(model_cfg)
     work = store.work_dir("suggester", params)
@@ -350,7 +381,8 @@ class Suggester:
 
     @torch.no_grad()
     def point(self, context: np.ndarray) -> np.ndarray:
-        """(n, 1 + FEEDBACK, dim) or (1 + FEEDBACK, dim) -> predicted rewrite embedding(s)."""
+        """(n, 1 + FEEDBACK, dim) or (1 + FEEDBACK, dim) -> predicted rewrite embeddings,
+        (n, points, dim) or (points, dim)."""
         ctx = torch.from_numpy(np.asarray(context, dtype=np.float32))
         single = ctx.ndim == 2
         out = self.head(ctx[None] if single else ctx).numpy()
@@ -403,31 +435,35 @@ def _fluent(pool: list[str], query: str) -> list[str]:
 
 def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,
                        seed: int = 0, how: SuggestionDecoding = DECODING) -> list[str]:
-    """Sample around ``target`` (and beam-decode points from the query towards it, if ``how`` says
-    so); keep fluent distinct candidates other than the query (no repeated content word, no word
-    outside ``collection_lexicon``); rank by cosine to ``target`` with a word-overlap penalty
+    """Sample around ``target`` (one point, or several as rows: the samples are shared out among
+    them) and beam-decode points from the query towards it if ``how`` says so; keep fluent distinct
+    candidates other than the query (no repeated content word, no word outside
+    ``collection_lexicon``); rank by cosine to the nearest point with a word-overlap penalty
     (maximal marginal relevance). When no sample is made of real words, beam search on the way to
-    ``target`` (``FALLBACK``) is tried before made-up words are shown."""
+    the first point (``FALLBACK``) is tried before made-up words are shown."""
     model = space.model
+    targets = np.atleast_2d(np.asarray(target, dtype=np.float32))
 
-    def beams(fractions) -> list[str]:
-        points = (q[None] + np.array(fractions)[:, None] * (target - q)[None]).astype(np.float32)
+    def beams(fractions, ends) -> list[str]:
+        points = np.concatenate([q[None] + np.array(fractions)[:, None] * (end - q)[None] for end in ends]).astype(np.float32)
         return [c.text for cands in model.decode(points, n=how.per_point, beam=how.beam) for c in cands]
 
-    pool = beams(how.fractions) if how.fractions else []
-    if how.samples and hasattr(model, "sample"):
-        pool += model.sample(target, n=how.samples, top_p=how.top_p, seed=seed, temperature=how.temperature)
+    pool = beams(how.fractions, targets) if how.fractions else []
+    if how.samples and hasattr(model, "sample_rows"):
+        per_point = -(-how.samples // len(targets))
+        pool += [t for row in model.sample_rows(targets, n=per_point, top_p=how.top_p, seed=seed,
+                                                temperature=how.temperature) for t in row]
     known = collection_lexicon(space.collection)
     is_real = lambda t: all(w in known or w.isdigit() for w in words(t))
     texts = _fluent(pool, query)
     if not any(map(is_real, texts)) and not how.fractions:
-        texts = _fluent(pool + beams(FALLBACK), query)
+        texts = _fluent(pool + beams(FALLBACK, targets[:1]), query)
     if not texts:
         return []
     real = [t for t in texts if is_real(t)]
     texts = real or texts  # made-up words ("nanotechtomic") are kept only when nothing else is left
     emb = space.encode(texts)
-    scores = emb @ (target / np.linalg.norm(target))
+    scores = (emb @ (targets / np.linalg.norm(targets, axis=1, keepdims=True)).T).max(1)
     return [texts[i] for i in pick_diverse(texts, scores, n, how.penalty)]
 
 

@@ -123,11 +123,11 @@ def _context(n=4, dim=8, seed=0):
 def test_untrained_heads_and_plain_ignores_feedback():
     ctx = _context()
     plain = SuggestionHead(SuggesterConfig("plain", 8, "enc", hidden=4)).eval()
-    torch.testing.assert_close(plain(ctx), ctx[:, 0])  # zero-initialised correction: the query itself
+    torch.testing.assert_close(plain(ctx), ctx[:, :1])  # zero-initialised correction: the query itself
     prf = SuggestionHead(SuggesterConfig("prf", 8, "enc", hidden=4)).eval()
     centroid = torch.nn.functional.normalize(ctx.mean(1), dim=-1)  # equal weights on the query and its 5 passages
-    torch.testing.assert_close(prf(ctx), centroid)
-    torch.testing.assert_close(prf.weights(ctx), torch.full((4, 1 + FEEDBACK), 1 / (1 + FEEDBACK)))
+    torch.testing.assert_close(prf(ctx)[:, 0], centroid)
+    torch.testing.assert_close(prf.weights(ctx), torch.full((4, 1, 1 + FEEDBACK), 1 / (1 + FEEDBACK)))
     torch.nn.init.normal_(plain.delta[-1].weight)
     plain.eval()
     a, b = _context(seed=1), _context(seed=2)
@@ -136,10 +136,38 @@ def test_untrained_heads_and_plain_ignores_feedback():
     torch.nn.init.normal_(prf.score[-1].weight)
     assert not torch.allclose(prf(a), prf(b))
     w = prf.weights(a)
-    torch.testing.assert_close(w.sum(-1), torch.ones(4))  # a convex combination
+    torch.testing.assert_close(w.sum(-1), torch.ones(4, 1))  # a convex combination
     assert (w > 0).all()
     with pytest.raises(DataError, match="suggester kind"):
         SuggestionHead(SuggesterConfig("magic", 8, "enc"))
+    with pytest.raises(DataError, match="suggester points 11"):
+        SuggestionHead(SuggesterConfig("prf", 8, "enc", points=11))
+
+
+def test_several_points_are_distinct_convex_mixes_with_their_own_correction():
+    ctx = _context()
+    head = SuggestionHead(SuggesterConfig("prf", 8, "enc", hidden=4, points=3)).eval()
+    out, w = head(ctx), head.weights(ctx)
+    assert out.shape == (4, 3, 8) and w.shape == (4, 3, 1 + FEEDBACK)
+    torch.testing.assert_close(out.norm(dim=-1), torch.ones(4, 3))
+    assert not torch.allclose(out[:, 0], out[:, 1])  # initialised apart
+    # point i = normalize(base_i + the i-th slice of delta(base_i)), base_i = w_i @ context
+    base = (w[0, 1][:, None] * ctx[0]).sum(0)
+    by_hand = torch.nn.functional.normalize(base + head.delta(base).view(3, 8)[1], dim=-1)
+    torch.testing.assert_close(out[0, 1], by_hand)
+    plain = SuggestionHead(SuggesterConfig("plain", 8, "enc", hidden=4, points=2)).eval()
+    assert plain(ctx).shape == (4, 2, 8) and not torch.allclose(plain(ctx)[:, 0], plain(ctx)[:, 1])
+
+
+def test_rewrite_loss_by_hand():
+    from eqi_core.suggestion.model import rewrite_loss
+
+    rewrite = torch.tensor([[1.0, 0.0]])
+    one = torch.tensor([[[0.6, 0.8]]])
+    assert rewrite_loss(one, rewrite, 0.05).item() == pytest.approx(0.4)  # 1 - cos
+    two = torch.tensor([[[0.6, 0.8], [0.0, 1.0]]])  # cosines 0.6 and 0.0: the winner's 0.4, the mean 0.7
+    assert rewrite_loss(two, rewrite, 0.0).item() == pytest.approx(0.4)
+    assert rewrite_loss(two, rewrite, 0.1).item() == pytest.approx(0.9 * 0.4 + 0.1 * 0.7)
 
 
 def _synthetic(n=64, dim=8):
@@ -148,9 +176,10 @@ def _synthetic(n=64, dim=8):
     return {"context": ctx, "walk": np.arange(n), "rewrite": target, "val": np.arange(n) % 8 == 0, "stats": {}}
 
 
-def test_training_resumes_bit_for_bit_and_keeps_the_best_validated_weights(tmp_path):
-    cfg = SuggesterTraining(steps=40, batch_size=8, lr=1e-2, warmup=5, hidden=8, validate_every=10)
-    model_cfg = SuggesterConfig("prf", 8, "enc", hidden=8)
+@pytest.mark.parametrize("points", [1, 3])
+def test_training_resumes_bit_for_bit_and_keeps_the_best_validated_weights(tmp_path, points):
+    cfg = SuggesterTraining(steps=40, batch_size=8, lr=1e-2, warmup=5, hidden=8, validate_every=10, points=points)
+    model_cfg = SuggesterConfig("prf", 8, "enc", hidden=8, points=points)
     torch.manual_seed(0)
     straight = SuggestionHead(model_cfg)
     (tmp_path / "a").mkdir()
@@ -194,6 +223,27 @@ def test_suggestions_are_distinct_never_the_query_and_at_most_ten(natural_space,
     norm = [" ".join(words(t)) for t in out]
     assert "river bank" not in norm and len(set(norm)) == len(norm)
     assert tiny_suggester.card["kind"] == "prf" and tiny_suggester.card["dataset"]["key"]
+
+
+def test_several_points_share_the_samples_out(natural_space, monkeypatch):
+    from eqi_core.suggestion.model import decode_suggestions
+
+    space, _ = natural_space
+    asked, sample_rows = [], space.model.sample_rows
+
+    def spy(emb, n, **kw):
+        asked.append((emb.shape, n))
+        return sample_rows(emb, n, **kw)
+
+    monkeypatch.setattr(space.model, "sample_rows", spy)
+    q = space.encode(["river bank"])[0]
+    far = space.encode(["a steep slope of land"])[0]
+    one = decode_suggestions(space, "river bank", q, far)
+    assert decode_suggestions(space, "river bank", q, far[None]) == one  # one point as a row: the same
+    out = decode_suggestions(space, "river bank", q, np.stack([far, q]))
+    assert [n for _, n in asked] == [24, 24, 12] and asked[-1][0] == (2, q.shape[0])
+    norm = [" ".join(words(t)) for t in out]
+    assert 1 <= len(out) <= 10 and "river bank" not in norm and len(set(norm)) == len(norm)
 
 
 def test_saved_suggester_round_trips_and_another_encoder_is_refused(natural_space, tiny_suggester, tmp_path):
