@@ -4,14 +4,18 @@ The paper fine-tunes T5-large on (query [+ top-5 passages] -> rewrite) text pair
 CPU cores we keep its two variants and its pseudo-relevance feedback, but learn in the encoder's
 space and let the shipped natural-language decoder speak:
 
-- plain: a small transformer over the query's embedding predicts the embedding of a successful rewrite;
-- PRF: the same over [query; the dense ranker's top-5 passages for it] (each with a rank embedding).
+- plain: the query's embedding plus a small learned correction predicts where a successful
+  rewrite's embedding lies;
+- PRF: a learned mixture of the query and the dense ranker's top-5 passages (weighted by content
+  and rank) plus a correction.
 
-Both are trained on the dataset's (query, rewrite) pairs with a cosine loss (resumable, like the
-decoders). To suggest, the predicted point and points on the way to it from the query are decoded
-(beam and nucleus samples), candidates that are empty, the query itself or repeat a content word are
-dropped, and up to 10 are picked by cosine to the predicted point with a penalty for word overlap
-with those already picked (diversity; the paper reports Self-BLEU). No judgments are used.
+With ``points`` > 1 each predicts several such points, trained winner-take-all so that they may
+specialise (``rewrite_loss``). Both are trained on the dataset's (query, rewrite) pairs with a
+cosine loss (resumable, like the decoders). To suggest, the shipped natural-language decoder samples
+at the predicted points (``decode_suggestions``); candidates that are empty, the query itself, repeat
+a content word or use a word outside the collection's vocabulary are dropped, and up to 10 are
+picked by cosine to the nearest point with a penalty for word overlap with those already picked
+(diversity; the paper reports Self-BLEU). No judgments are used.
 """
 from __future__ import annotations
 
