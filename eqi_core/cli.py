@@ -657,8 +657,10 @@ def train_suggester_cmd(
     import time
 
     from eqi_core.rankers import load_encoder
-    from eqi_core.suggestion.model import CARD, WEIGHTS, SuggesterTraining, find_dataset, train_suggester
+    from eqi_core.suggestion.model import CARD, KINDS, WEIGHTS, SuggesterTraining, find_dataset, train_suggester
 
+    if model not in KINDS:  # before the encoder and the dataset are looked for
+        raise DataError(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     cfg = SuggesterTraining(steps=steps, batch_size=batch_size, lr=lr, seed=seed, points=points)
     cfg.validate()
     enc = load_encoder(encoder)
@@ -687,8 +689,12 @@ def suggest_cmd(
     output: Path | None = typer.Option(None, "--output", "-o", help="write the table as CSV"),
 ) -> None:
     """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10."""
-    from eqi_core.suggestion.panel import suggestion_table
+    from eqi_core.decoder.traversal import check_query
+    from eqi_core.suggestion.panel import CHOICES, suggestion_table
 
+    query = check_query(query)  # bad input fails before the collection's space is opened
+    if model not in CHOICES:
+        raise DataError(f"--model {model!r}: expected one of {', '.join(CHOICES)}")
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
     table = suggestion_table(space, _store(), query, model, n, suggester)
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -1,0 +1,79 @@
+"""The query suggestion commands end to end on the tiny fixture with the shipped suggesters: `eqi
+suggest` (table and CSV), `eqi eval-suggestions` (summary files and the card it writes), bad input."""
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from eqi_core.cli import app, main
+from tests.conftest import TINY_BEIR
+
+runner = CliRunner()
+TINY = f"beir:{TINY_BEIR}"
+
+
+def run_main(monkeypatch, capsys, argv) -> tuple[int, str, str]:
+    """Run the console entry point as a user would (the command recorded in cards is sys.argv)."""
+    monkeypatch.setattr("sys.argv", ["eqi", *argv])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err.strip()
+
+
+@pytest.mark.parametrize("command", [["reformulations"], ["train-suggester"], ["suggest"], ["eval-suggestions"],
+                                     ["bench", "suggest"]])
+def test_help(command):
+    result = runner.invoke(app, command + ["--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_suggest_prints_the_table_and_writes_csv(tmp_path):
+    """(Every model at once is the page's AppTest.)"""
+    out = tmp_path / "suggestions.csv"
+    result = runner.invoke(app, ["suggest", "river bank", "-c", TINY, "--model", "prf", "-n", "3", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out)
+    assert table["model"].iloc[0] == "original query" and set(table["model"][1:]) == {"suggester (PRF)"}
+    assert 1 <= len(table) - 1 <= 3 and table["rank"][1:].tolist() == list(range(1, len(table)))
+    assert not (table["suggestion"][1:].str.strip().str.lower() == "river bank").any()
+    assert "suggester (PRF)" in result.output
+
+
+def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tmp_path, tiny):
+    """Every method scored on the tiny collection's judged queries; the card gets the rows and the
+    command that made them. The evaluation's vocabulary (the shared query logs) is replaced by the
+    tiny collection's words, so this runs without ../shared."""
+    from eqi_core.decoder import natural_eval
+    from eqi_core.suggestion.model import ASSETS
+
+    monkeypatch.setattr(natural_eval, "corpus_for", lambda store, root: (None, {}))
+    monkeypatch.setattr(natural_eval, "real_words", lambda table, root: natural_eval.lexicon_of(tiny.passage_texts(), set()))
+    card_dir = tmp_path / "prf"
+    shutil.copytree(ASSETS / "prf-minilm-l6", card_dir)
+    argv = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),
+            "-o", str(tmp_path / "out"), "--write-card", str(card_dir)]
+    code, out, err = run_main(monkeypatch, capsys, argv)
+    assert code == 0, err
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    methods = {"original query", "RM3", "Sampling+QD", "feedback centroid+QD", "suggester (plain)", "suggester (PRF)"}
+    assert set(summary["method"]) == methods and (summary["queries"] == 1).all()
+    assert (summary["best@10"] >= summary["best@1"] - 1e-12).all()
+    lists = pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)
+    assert len(lists) == len(methods) - 1
+    card = json.loads((card_dir / "card.json").read_text())
+    rows = [r for r in card["evaluation"] if r["collection"] == tiny.name]
+    assert {r["method"] for r in rows} == methods
+    assert card["evaluation_commands"][tiny.name] == "eqi " + " ".join(argv)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["suggest", "", "-c", TINY], "query: empty"),
+    (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
+    (["train-suggester", "--model", "nope"], "--model 'nope'"),
+])
+def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
+    code, _, err = run_main(monkeypatch, capsys, argv)
+    assert code == 2 and message in err and "\n" not in err and "Traceback" not in err
