@@ -4,6 +4,7 @@ one line, and nothing half-written is left in the store."""
 import zipfile
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.conftest import screenshot_path, wait_until_idle
 from tests.conftest import TINY_BEIR
@@ -22,7 +23,23 @@ def open_add_your_data(page, dashboard):
     page.goto(dashboard, wait_until="domcontentloaded")
     page.get_by_text("Add your data", exact=False).first.wait_for(timeout=180_000)
     wait_until_idle(page)  # the first load has drawn everything: an upload now is not raced by it
-    page.get_by_text("Add your data", exact=False).first.click()
+    uploader = page.get_by_text("A BEIR zip", exact=False).first
+    for _ in range(3):  # a click before the expander is live (a loaded machine) does not open it
+        page.get_by_text("Add your data", exact=False).first.click()
+        try:
+            uploader.wait_for(state="visible", timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    uploader.wait_for(state="visible", timeout=10_000)
+
+
+def add_zip(page, path):
+    """Set the file and click "Add the collection", which the page shows once the upload has
+    reached the server (a rerun)."""
+    page.locator("input[type='file']").first.set_input_files(str(path))
+    page.get_by_text(path.name, exact=False).first.wait_for(timeout=180_000)  # the uploader lists the file
+    page.get_by_role("button", name="Add the collection").first.click()
 
 
 def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, session_store_home):
@@ -34,8 +51,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     bad = tmp_path / "broken.zip"
     bad.write_bytes(b"PK this is not really a zip")
     open_add_your_data(page, dashboard)
-    page.locator("input[type='file']").first.set_input_files(str(bad))
-    page.get_by_role("button", name="Add the collection").first.click()
+    add_zip(page, bad)
     page.get_by_text("not a folder or a zip file", exact=False).first.wait_for(timeout=180_000)
     after_bad = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
     assert {n for n in after_bad - before if not n.endswith(".lock")} == set()  # no artifact, no temporary
@@ -51,8 +67,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     good = tmp_path / "uploaded-tiny.zip"
     tiny_zip(good)
     open_add_your_data(page, dashboard)
-    page.locator("input[type='file']").first.set_input_files(str(good))
-    page.get_by_role("button", name="Add the collection").first.click()
+    add_zip(page, good)
     page.get_by_text("now selected in the sidebar", exact=False).first.wait_for(timeout=120_000)
     page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=180_000)
     box = page.get_by_role("textbox", name="Query", exact=True)
