@@ -291,44 +291,60 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
            generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
            constraint=None) -> list[list[list[int]]]:
     """``n`` nucleus samples per row (vocabulary ids), for diverse suggestions; ``constraint`` (a
-    ``WordConstraint``) removes the nucleus's tokens that would leave known words."""
+    ``WordConstraint``) removes the nucleus's tokens that would leave known words.
+
+    Finished samples leave the batch (their caches are dropped), so the steps after the shortest
+    samples end cost only what is still being written. The draw still takes one uniform per sample
+    per step (a finished one draws from a one-point distribution), so each sample sees the same
+    random stream as when every row stayed in the batch."""
     cfg = model.cfg
     b = len(emb)
+    total = b * n
     eos = int(model.out_index[cfg.eos_id])
     logp, caches = model.start(emb)
     logp[:, first_banned] = -1e9
     logp[:, eos] = -1e9
     caches = reorder(caches, torch.arange(b).repeat_interleave(n))
     logp = logp.repeat_interleave(n, dim=0)
-    seqs: list[list[int]] = [[] for _ in range(b * n)]
-    alive = torch.ones(b * n, dtype=torch.bool)
-    states = [constraint.start() for _ in range(b * n)] if constraint is not None else None
+    seqs: list[list[int]] = [[] for _ in range(total)]
+    rows = torch.arange(total)  # the samples still being written: the rows of logp and the caches
+    states = [constraint.start() for _ in range(total)] if constraint is not None else None
+    k = min(top_k, logp.shape[-1])
     for t in range(cfg.max_len - 1):
         # nucleus within the top_k most likely tokens (as Hugging Face's generate with both set): the
         # nucleus of a trained decoder is far smaller than top_k, and a top-k is cheaper than a full sort
-        top, si = logp.topk(min(top_k, logp.shape[-1]), dim=-1)
+        top, si = logp.topk(k, dim=-1)
         sp = torch.softmax(top / temperature, dim=-1)
         keep = sp.cumsum(-1) - sp < top_p
         if constraint is not None:
-            keep = _constrained_nucleus(keep, si, top > -1e8, alive, states, constraint)
+            live = rows.tolist()
+            keep = _constrained_nucleus(keep, si, top > -1e8, torch.ones(len(live), dtype=torch.bool),
+                                        [states[r] for r in live], constraint)
         sp = sp * keep
         sp = torch.where(sp.sum(-1, keepdim=True) > 0, sp, keep.float())  # allowed tokens too unlikely to register
-        pick = si.gather(1, torch.multinomial(sp / sp.sum(-1, keepdim=True), 1, generator=generator)).view(-1)
-        for r in range(b * n):
-            if alive[r]:
-                if constraint is not None:
-                    states[r] = constraint.advance(states[r], int(pick[r]))
-                if int(pick[r]) == eos:
-                    alive[r] = False
-                else:
-                    seqs[r].append(int(pick[r]))
-        if not bool(alive.any()) or t + 2 == cfg.max_len:
+        every = torch.zeros(total, k)
+        every[:, 0] = 1.0  # finished samples draw from a point: one uniform each, as before
+        every[rows] = sp / sp.sum(-1, keepdim=True)
+        drawn = torch.multinomial(every, 1, generator=generator).view(-1)
+        pick = si.gather(1, drawn[rows].view(-1, 1)).view(-1)
+        going = []
+        for j, (r, tok) in enumerate(zip(rows.tolist(), pick.tolist())):
+            if constraint is not None:
+                states[r] = constraint.advance(states[r], tok)
+            if tok == eos:
+                continue
+            seqs[r].append(tok)
+            going.append(j)
+        if not going or t + 2 == cfg.max_len:
+            if constraint is not None:  # cut off at the maximum length: drop a last word that may not end
+                for j in going:
+                    r = int(rows[j])
+                    seqs[r] = _without_bad_last_word(seqs[r], states[r], constraint)
             break
+        if len(going) < len(rows):
+            index = torch.tensor(going)
+            rows, pick, caches = rows[index], pick[index], reorder(caches, index)
         logp, caches = model.step(pick, t + 1, caches)
-    if constraint is not None:  # cut off at the maximum length: drop a last word that may not end
-        for r in range(b * n):
-            if alive[r]:
-                seqs[r] = _without_bad_last_word(seqs[r], states[r], constraint)
     out_ids = model.out_ids.tolist()
     return [[[out_ids[k] for k in seqs[i * n + j]] for j in range(n)] for i in range(b)]
 

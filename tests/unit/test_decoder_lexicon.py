@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from eqi_core.decoder.base import DecoderError, words
-from eqi_core.decoder.bert import beam_search, sample
+from eqi_core.decoder.bert import beam_search, reorder, sample
 from eqi_core.decoder.lexicon import Lexicon, WordConstraint, training_lexicon
 from tests.unit.test_natural_decoder import VOCAB, tiny_model
 
@@ -141,3 +141,40 @@ def test_allowed_rows_answers_each_row_alone_for_every_state():
         mixed += any(together) and not all(together)
     assert mixed > 50  # the rule has something to decide in most states
     assert c.allowed_rows(c.start(), []) == []
+
+
+def _sample_keeping_every_row(model, emb, n, top_p, first_banned, gen, top_k):
+    """The sampler before finished samples left the batch: every row stepped to the end."""
+    eos = int(model.out_index[model.cfg.eos_id])
+    logp, caches = model.start(emb)
+    logp[:, first_banned] = -1e9
+    logp[:, eos] = -1e9
+    caches = reorder(caches, torch.arange(len(emb)).repeat_interleave(n))
+    logp = logp.repeat_interleave(n, dim=0)
+    seqs, alive = [[] for _ in range(len(logp))], [True] * len(logp)
+    for t in range(model.cfg.max_len - 1):
+        top, si = logp.topk(top_k, dim=-1)
+        sp = torch.softmax(top, dim=-1)
+        sp = sp * (sp.cumsum(-1) - sp < top_p)
+        pick = si.gather(1, torch.multinomial(sp / sp.sum(-1, keepdim=True), 1, generator=gen)).view(-1)
+        for r, tok in enumerate(pick.tolist()):
+            if alive[r]:
+                alive[r] = tok != eos
+                seqs[r] += [tok] if alive[r] else []
+        if not any(alive) or t + 2 == model.cfg.max_len:
+            break
+        logp, caches = model.step(pick, t + 1, caches)
+    out_ids = model.out_ids.tolist()
+    return [[[out_ids[k] for k in seqs[i * n + j]] for j in range(n)] for i in range(len(emb))]
+
+
+def test_sampling_drops_finished_rows_without_changing_any_sample():
+    model = tiny_model(seed=5)
+    emb = torch.nn.functional.normalize(torch.randn(5, 16, generator=torch.Generator().manual_seed(3)), dim=1)
+    starts_a_piece = torch.tensor([j for j, p in enumerate(vocabulary()[1]) if p], dtype=torch.long)
+    for seed in range(4):
+        got = sample(model, emb, 4, 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30)
+        want = _sample_keeping_every_row(model, emb, 4, 0.95, starts_a_piece, torch.Generator().manual_seed(seed), 30)
+        assert got == want
+        lengths = {len(ids) for row in got for ids in row}
+        assert min(lengths) < model.cfg.max_len - 1 and len(lengths) > 2  # rows did finish at different steps
