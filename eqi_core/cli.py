@@ -430,8 +430,7 @@ def eval_generative_cmd(
     """Generative exposure on held-out passages and on the under-exposed tenth (lowest retrievability)."""
     import numpy as np
 
-    from eqi_core.decoder.space import open_space
-    from eqi_core.decoder.train import DecoderTraining, heldout_split
+    from eqi_core.decoder.space import open_space, unseen_passages
     from eqi_core.exposure.audit import retrievability
     from eqi_core.exposure.generative import evaluate_generative
 
@@ -439,12 +438,14 @@ def eval_generative_cmd(
     space = open_space(setup.collection, setup.store, "minilm-l6", progress=tqdm_progress("latent space", "item"))
     rng = np.random.default_rng(seed)
     doc_ids = setup.collection.passages["doc_id"].to_numpy()
-    _, heldout_docs = heldout_split(setup.collection, DecoderTraining().heldout_share)
-    pool = np.array(heldout_docs if space.model.card.get("collection_fingerprint") == setup.collection.fingerprint
-                    else doc_ids)  # another collection's decoder never saw any of these passages
+    unseen = unseen_passages(space.model.card, setup.collection)  # passages the decoder never trained on
+    pool = np.array(unseen)
     held = list(rng.choice(pool, size=min(passages, len(pool)), replace=False))
     r = retrievability(setup.exposure, min(100, setup.depth))
     lowest = doc_ids[np.argsort(r, kind="stable")[: max(1, len(r) // 10)]]
+    if len(unseen) < len(doc_ids):
+        unseen_set = set(unseen)
+        lowest = np.array([d for d in lowest if d in unseen_set])
     under = list(rng.choice(lowest, size=min(passages, len(lowest)), replace=False))
     summary = {}
     for name, docs in (("held-out", held), ("under-exposed tenth", under)):
@@ -787,6 +788,8 @@ def eval_decoder_cmd(
     slow: int = typer.Option(100, "--slow", min=1, help="natural: items for the encoder-in-the-loop methods (about 1 s each)"),
     only: str | None = typer.Option(None, "--only", help="natural: re-evaluate these methods (comma-separated) on the same "
                                     "seeded samples; with --write-card their rows replace the card's"),
+    on_wordnet: bool = typer.Option(False, "--on-wordnet", help="natural: compare the natural and the WordNet lemma decoders "
+                                    "on WordNet items neither was trained on (which one the WordNet collection should use)"),
     data: Path | None = DataRootOpt,
 ) -> None:
     """Decoder evaluation on held-out data: paper Tables 1, 2, 6/7 and Figure 3; with --natural, the natural-language
@@ -794,6 +797,9 @@ def eval_decoder_cmd(
     from eqi_core.decoder.evaluate import run_evaluation
     from eqi_core.decoder.traversal import MODES
 
+    if natural and on_wordnet:
+        _compare_on_wordnet(decoder, queries, passages, seed, output_dir, write_card)
+        return
     if natural:
         _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card, data, only)
         return
@@ -866,6 +872,28 @@ def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card
             metrics = {**before, "summary": summary, "settings": before.get("settings", metrics["settings"]),
                        "updated": {"methods": sorted(methods), "command": metrics["command"]}}
         _write_card_metrics(write_card, "natural_metrics", metrics)
+
+
+def _compare_on_wordnet(decoder, queries, passages, seed, output_dir, write_card) -> None:
+    from eqi_core.decoder.natural_eval import compare_on_wordnet
+    from eqi_core.decoder.space import shipped_decoders, shipped_natural_decoder
+
+    natural = decoder or shipped_natural_decoder("minilm-l6")
+    lemma = next((f for f in shipped_decoders() if f.name == "wordnet-minilm-l6"), None)
+    if lemma is None:
+        raise DataError("--on-wordnet: the WordNet lemma decoder (assets/decoders/wordnet-minilm-l6) is not shipped here")
+    res = compare_on_wordnet(_store(), natural, lemma, queries, passages, seed, lambda label: tqdm_progress(label, "item"))
+    typer.echo(f"WordNet ({res['settings']['collection']}): {json.dumps(res['settings'])}")
+    typer.echo(res["summary"].to_string(float_format=lambda v: f"{v:.3f}"))
+    metrics = {"summary": json.loads(res["summary"].to_json(orient="index")), "settings": res["settings"],
+               "command": " ".join(["eqi", *sys.argv[1:]])}
+    if output_dir:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        res["round_trip"].to_csv(output_dir / "round_trip.csv", index=False)
+        res["passage_to_query"].to_csv(output_dir / "passage_to_query.csv", index=False)
+        atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
+    if write_card:
+        _write_card_metrics(write_card, "wordnet_comparison", metrics)
 
 
 @app.command("decode")

@@ -39,9 +39,12 @@ if not 1 <= int(st.session_state.get("lat_steps", 10)) <= 20:
     st.session_state["lat_steps"] = 10
 space = latent_space_or_stop(spec, encoder_id)
 own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
+on_wordnet = collection.source.startswith("wordnet")
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
-           + ("(trained on this collection's own query log, where it decodes better than the natural-language decoder)"
-              if own_decoder else "(trained on real search-engine queries and sentences; see its card below)"))
+           + ("(trained on this collection's own query log with `eqi train-decoder`)" if own_decoder else
+              "(trained on real search-engine queries and sentences; see its card below)")
+           + (" On WordNet it also beats the WordNet lemma decoder on items neither was trained on (below)."
+              if on_wordnet and space.model.card.get("wordnet_comparison") else ""))
 
 # -- query and target ---------------------------------------------------------------------------------
 texts = dict(zip(collection.passages["doc_id"], collection.passage_texts()))
@@ -195,6 +198,12 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
         st.markdown("**Natural-language evaluation** (held-out queries and passages; decoder alone, encoder in the loop "
                     "and baselines reported apart; non-word and repeat shares of outputs)")
         st.dataframe(pd.DataFrame(natural["summary"]).T, key="lat_eval_natural")
+    compared = card.get("wordnet_comparison")
+    if compared and on_wordnet:
+        st.markdown(f"**On WordNet, against the WordNet lemma decoder** (both alone, on held-out items neither was "
+                    f"trained on: {compared['settings']['n_queries']} lemma queries, {compared['settings']['n_passages']} "
+                    f"glosses; `{compared.get('command', 'eqi eval-decoder --natural --on-wordnet')}`)")
+        st.dataframe(pd.DataFrame(compared["summary"]).T, key="lat_eval_wordnet")
     metrics = card.get("metrics")
     if not metrics and not natural:
         st.info("No evaluation in this decoder's card yet: run `eqi eval-decoder --write-card <folder>`.")

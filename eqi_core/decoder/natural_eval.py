@@ -186,8 +186,58 @@ def summary_table(rt: pd.DataFrame | None, p2q: dict[str, pd.DataFrame], lexicon
     return pd.concat([table, pd.DataFrame([paper], index=["paper"])])
 
 
+def compare_on_wordnet(store, natural_path, wordnet_path, n_queries: int = 300, n_passages: int = 300,
+                       seed: int = 0, progress_factory=None) -> dict:
+    """Which decoder should the WordNet collection use? Both decoders alone, on items neither was
+    trained on: the round trip on the WordNet decoder's held-out lemma queries (never a training
+    target of the natural decoder either: its queries are the query logs), and passage -> query on
+    its held-out gold passages that the natural decoder's corpus also held out (the glosses of the
+    others were cut into its training sentences). The copy and lookup baselines get the same items."""
+    from eqi_core.decoder.space import open_space, unseen_passages
+    from eqi_core.decoder.train import DecoderTraining, heldout_split
+    from eqi_core.loaders import load_collection
+
+    bar = progress_factory or (lambda label: None)
+    coll = load_collection("wordnet", store)
+    held_q, held_d = heldout_split(coll, DecoderTraining().heldout_share)  # as the lemma decoder's training made it
+    spaces = {name: open_space(coll, store, "minilm-l6", path, exclude_query_ids=held_q, exclude_doc_ids=held_d)
+              for name, path in (("natural decoder", natural_path), ("WordNet lemma decoder", wordnet_path))}
+    space = spaces["natural decoder"]
+    never_seen = set(unseen_passages(space.model.card, coll))
+    docs_all = [d for d in held_d if d in never_seen]
+    rng = np.random.default_rng(seed)
+    queries = [held_q[i] for i in rng.permutation(len(held_q))[:n_queries]]
+    docs = [docs_all[i] for i in rng.permutation(len(docs_all))[:n_passages]]
+    texts = dict(zip(coll.queries["query_id"], coll.queries["text"]))
+    refs = [texts[q] for q in queries]
+    q_emb = space.encode(refs)
+    idx = np.array([space.passage_index(d) for d in docs])
+    d_emb = space.ranker.doc_embeddings[idx]
+    ptexts = [coll.passage_texts()[i] for i in idx]
+    methods = {name: sp.decoder("decoder") for name, sp in spaces.items()}
+    methods["nearest logged query"] = space.decoder("nearest-query")  # the training lemmas only
+    rt_rows, p2q_rows = [], []
+    for name, dec in methods.items():
+        decoded = _decode_all(dec, q_emb, bar(f"round trip ({name})"), False)
+        cos = np.einsum("ij,ij->i", q_emb, space.encode([d or "?" for d in decoded]))
+        rt_rows += [{"method": name, "reference": t, "decoded": d, "token_f1": token_f1(t, d), "cosine": float(c)}
+                    for t, d, c in zip(refs, decoded, cos)]
+        p2q_rows += _ranked(space, name, docs, idx, _decode_all(dec, d_emb, bar(f"passage to query ({name})"), False))
+    p2q_rows += _ranked(space, "first 3 content words", docs, idx, [first_content_words(t) for t in ptexts])
+    p2q_rows += _ranked(space, "top-3 cosine words", docs, idx,
+                        [top_cosine_words(t, e, space.encoder, 3) for t, e in zip(ptexts, d_emb)])
+    lexicon = lexicon_of(coll.passage_texts() + coll.queries["text"].tolist(), wordnet_words())
+    rt, p2q = pd.DataFrame(rt_rows), {"wordnet": pd.DataFrame(p2q_rows)}
+    table = summary_table(rt, p2q, lexicon).drop(index="paper")
+    table.loc["WordNet lemma decoder", "group"] = table.loc["natural decoder", "group"] = "decoder alone"
+    return {"summary": table, "round_trip": rt, "passage_to_query": p2q["wordnet"],
+            "settings": {"collection": coll.name, "n_queries": len(refs), "n_passages": len(docs),
+                         "held_out_passages_both": len(docs_all), "seed": seed,
+                         "heldout_share": DecoderTraining().heldout_share}}
+
+
 __all__ = ["round_trip_natural", "passage_to_query_natural", "summary_table", "fluency", "lexicon_of",
-           "first_content_words", "top_cosine_words", "wordnet_words"]
+           "first_content_words", "top_cosine_words", "wordnet_words", "compare_on_wordnet"]
 
 
 def corpus_for(store, data_root) -> tuple[pd.DataFrame, dict]:

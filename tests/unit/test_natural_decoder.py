@@ -210,3 +210,23 @@ def test_traversal_never_counts_the_original_query():
                           "source": "decoded", "original": [True, False, False], "target_rank": [1, 4, 1]})
     trav = Traversal("river bank", None, "d1", "linear", "decoder", steps, *(np.zeros((3, 2)),) * 2, np.zeros(2), np.zeros(2))
     assert trav.first_top1()["step"] == 2 and trav.best()["step"] == 2
+
+
+def test_unseen_passages_follow_each_decoders_training_split(tiny):
+    """Evaluation pools hold only passages the decoder never trained on: its own collection's
+    held-out gold passages, the natural corpus's hashed held-out share of a collection it cut into
+    sentences (whatever the spec's spelling), or every passage of a collection it never read."""
+    from eqi_core.decoder.corpus import passage_heldout
+    from eqi_core.decoder.space import unseen_passages
+    from eqi_core.decoder.train import DecoderTraining, heldout_split
+
+    ids = tiny.passages["doc_id"].tolist()
+    # a corpus key under which the tiny collection has some held-out passages (a tenth is hashed out)
+    key = next(k for k in (f"tiny-{i}" for i in range(100)) if 0 < sum(passage_heldout(k, d) for d in ids) < len(ids))
+    natural = {"corpus": {"sources": {key: {"spec": f"beir:{TINY_BEIR}/../{TINY_BEIR.name}#train"},
+                                      "other": {"spec": "wordnet:full"}}}}
+    want = [d for d in ids if passage_heldout(key, d)]
+    assert unseen_passages(natural, tiny) == want
+    assert unseen_passages({"collection_fingerprint": tiny.fingerprint}, tiny) == \
+        heldout_split(tiny, DecoderTraining().heldout_share)[1]
+    assert unseen_passages({"corpus": {"sources": {"w": {"spec": "wordnet:full"}}}}, tiny) == ids
