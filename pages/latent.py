@@ -41,8 +41,8 @@ space = latent_space_or_stop(spec, encoder_id)
 own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
 on_wordnet = collection.source.startswith("wordnet")
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
-           + ("(trained on this collection's own query log with `eqi train-decoder`)" if own_decoder else
-              "(trained on real search-engine queries and sentences; see its card below)")
+           + ("(trained on this collection's own query log with `eqi train-decoder`)." if own_decoder else
+              "(trained on real search-engine queries and sentences; see its card below).")
            + (" On WordNet it also beats the WordNet lemma decoder on items neither was trained on (below)."
               if on_wordnet and space.model.card.get("wordnet_comparison") else ""))
 
