@@ -788,7 +788,7 @@ def eval_decoder_cmd(
     slow: int = typer.Option(100, "--slow", min=1, help="natural: items for the encoder-in-the-loop methods (about 1 s each)"),
     only: str | None = typer.Option(None, "--only", help="natural: re-evaluate these methods (comma-separated) on the same "
                                     "seeded samples; with --write-card their rows replace the card's"),
-    on_wordnet: bool = typer.Option(False, "--on-wordnet", help="natural: compare the natural and the WordNet lemma decoders "
+    on_wordnet: bool = typer.Option(False, "--on-wordnet", help="compare the natural and the WordNet lemma decoders "
                                     "on WordNet items neither was trained on (which one the WordNet collection should use)"),
     data: Path | None = DataRootOpt,
 ) -> None:
@@ -797,7 +797,7 @@ def eval_decoder_cmd(
     from eqi_core.decoder.evaluate import run_evaluation
     from eqi_core.decoder.traversal import MODES
 
-    if natural and on_wordnet:
+    if on_wordnet:
         _compare_on_wordnet(decoder, queries, passages, seed, output_dir, write_card)
         return
     if natural:

@@ -213,7 +213,8 @@ def compare_on_wordnet(store, natural_path, wordnet_path, n_queries: int = 300, 
     q_emb = space.encode(refs)
     idx = np.array([space.passage_index(d) for d in docs])
     d_emb = space.ranker.doc_embeddings[idx]
-    ptexts = [coll.passage_texts()[i] for i in idx]
+    all_texts = coll.passage_texts()
+    ptexts = [all_texts[i] for i in idx]
     methods = {name: sp.decoder("decoder") for name, sp in spaces.items()}
     methods["nearest logged query"] = space.decoder("nearest-query")  # the training lemmas only
     rt_rows, p2q_rows = [], []
@@ -226,7 +227,7 @@ def compare_on_wordnet(store, natural_path, wordnet_path, n_queries: int = 300, 
     p2q_rows += _ranked(space, "first 3 content words", docs, idx, [first_content_words(t) for t in ptexts])
     p2q_rows += _ranked(space, "top-3 cosine words", docs, idx,
                         [top_cosine_words(t, e, space.encoder, 3) for t, e in zip(ptexts, d_emb)])
-    lexicon = lexicon_of(coll.passage_texts() + coll.queries["text"].tolist(), wordnet_words())
+    lexicon = lexicon_of(all_texts + coll.queries["text"].tolist(), wordnet_words())
     rt, p2q = pd.DataFrame(rt_rows), {"wordnet": pd.DataFrame(p2q_rows)}
     table = summary_table(rt, p2q, lexicon).drop(index="paper")
     table.loc["WordNet lemma decoder", "group"] = table.loc["natural decoder", "group"] = "decoder alone"
