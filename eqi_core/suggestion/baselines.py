@@ -2,7 +2,10 @@
 
 - RM3: the original query plus one expansion term, for each of the n best terms of a relevance
   model estimated from the ranker's top-5 passages (Pal et al. 2013, Eq. 20; Dirichlet, mu = 2500).
-- Sampling+QD: decode points drawn uniformly from an epsilon-ball around the query's embedding.
+- Sampling+QD: points drawn uniformly from an epsilon-ball around the query's embedding, each
+  decoded by nucleus sampling ("we sample a point uniformly at random from an epsilon-ball around the
+  embedding of the original query and use the query decoder to decode that point"; every method's
+  suggestions are nucleus samples), then filtered and picked exactly as the suggestion models' samples.
 - Traversal (oracle): decodings along the walk to the gold passage; it knows the gold, so it is an
   upper reference, not a fair suggester.
 Scored as the paper does: max nDCG@10 over the original query and the best 1/3/5/10 suggestions.
@@ -73,11 +76,20 @@ def ball_points(center: np.ndarray, n: int, epsilon: float, seed: int = 0) -> np
     return (center[None, :] + r[:, None] * u).astype(np.float32)
 
 
-def sampling_suggestions(space, query: str, n: int = 10, epsilon: float = 0.4, decoder: str = "decoder",
-                         seed: int = 0) -> list[str]:
+def sampling_suggestions(space, query: str, n: int = 10, epsilon: float = 0.4, seed: int = 0,
+                         points: int | None = None) -> list[str]:
+    """Sampling+QD: ``points`` (default: the models' sample budget, 24) uniform in the epsilon-ball
+    around the query's embedding, put back on the unit sphere the decoder was trained on, one nucleus
+    sample each, then the suggestion models' own filters and pick (distinct, never the query, real
+    words, maximal marginal relevance by cosine to the nearest ball point). The same decoding budget
+    as the models, so the comparison isolates what they learned: where to put the points."""
+    from eqi_core.suggestion.model import DECODING, decode_suggestions
+
     query = check_query(query)
-    points = ball_points(space.encode([query])[0], n, epsilon, seed)
-    return [c[0].text for c in space.decoder(decoder).decode(points, n=1)]
+    q = space.encode([query])[0]
+    ball = ball_points(q, points or DECODING.samples, epsilon, seed)
+    ball /= np.linalg.norm(ball, axis=1, keepdims=True)
+    return decode_suggestions(space, query, q, ball, n, seed)
 
 
 def best_of(original: float, suggestion_scores: list[float], cutoffs=CUTOFFS) -> dict[int, float]:

@@ -6,7 +6,8 @@ best-of-k), averaged over queries with a percentile bootstrap 95% interval over 
 
 - original: the query alone;
 - RM3: the query plus one relevance-model term per suggestion (top-5 feedback);
-- Sampling+QD: decodings of random points in an epsilon-ball around the query (no learning);
+- Sampling+QD: nucleus samples at random points in an epsilon-ball around the query, filtered and
+  picked as the models' samples (no learning: it isolates where the models put their points);
 - feedback centroid+QD: the trivial PRF baseline with the same access as the PRF model: decode on
   the way to the mean of the top-5 passages' embeddings, picked the same way as the models' output;
 - suggester (plain) / suggester (PRF): the trained models;

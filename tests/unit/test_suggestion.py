@@ -246,6 +246,29 @@ def test_several_points_share_the_samples_out(natural_space, monkeypatch):
     assert 1 <= len(out) <= 10 and "river bank" not in norm and len(set(norm)) == len(norm)
 
 
+def test_sampling_qd_samples_once_at_each_ball_point_and_filters_like_the_models(natural_space, monkeypatch):
+    from eqi_core.suggestion.baselines import sampling_suggestions
+
+    space, _ = natural_space
+    asked, sample_rows = [], space.model.sample_rows
+
+    def spy(emb, n, **kw):
+        asked.append((np.array(emb), n))
+        return sample_rows(emb, n, **kw)
+
+    monkeypatch.setattr(space.model, "sample_rows", spy)
+    out = sampling_suggestions(space, "River   Bank", 10, epsilon=0.4, seed=3)
+    (points, n), = asked
+    q = space.encode(["river bank"])[0]
+    assert n == 1 and points.shape == (24, q.shape[0])  # the models' sample budget, one sample per point
+    assert np.allclose(np.linalg.norm(points, axis=1), 1.0, atol=1e-5)  # on the sphere the decoder knows
+    cos = points @ q / np.linalg.norm(q)
+    assert (cos < 0.999).all() and (cos >= np.sqrt(1 - 0.4 ** 2) - 1e-5).all()  # within the 0.4-ball's cone, not at q
+    norm = [" ".join(words(t)) for t in out]
+    assert len(out) <= 10 and "river bank" not in norm and len(set(norm)) == len(norm)
+    assert sampling_suggestions(space, "river bank", 10, epsilon=0.4, seed=3) == out  # seeded
+
+
 def test_saved_suggester_round_trips_and_another_encoder_is_refused(natural_space, tiny_suggester, tmp_path):
     from eqi_core.rankers import load_encoder
 
