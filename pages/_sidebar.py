@@ -42,10 +42,25 @@ def use_collection(spec: str) -> None:
     _choose(COLLECTION_KEY, spec)
 
 
+def _through_app_navigation() -> None:
+    """On a fresh server, until some session has run app.py's ``st.navigation``, Streamlit runs a
+    deep link (``/suggestions?...``) in its older ``pages/`` mode: the page alone, under an automatic
+    menu that lists this folder's helper modules as pages ("exports", "sidebar"...), for the whole
+    session. Leave that mode and rerun: the same page then runs through app.py's navigation (same
+    URL path, same page hash). ``PagesManager.uses_pages_directory`` is the flag Streamlit itself
+    clears in ``st.navigation``; where a Streamlit version lacks it, nothing happens."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def sidebar() -> None:
     """Collection and ranker pickers; every page calls this first, so the choice follows the user."""
     from pages._state import get_store
 
+    _through_app_navigation()
     arriving = incoming()
     if "collection" in arriving:
         try:

@@ -22,6 +22,10 @@ from pages._sidebar import COLLECTION_KEY, RANKER_KEY
 # Curated first-run example on the WordNet default (home page and the Latent traversal page's default):
 # a logged query whose gold sense MiniLM-L6 ranks low, fixed along the walk (chosen with `eqi traverse`).
 CURATED_TRAVERSAL_QUERY = "hair"
+# The Query suggestions page's default on WordNet: a hash-held-out query (no suggester walked or trained
+# on it) where the PRF model's suggestion reaches the gold sense and the baselines' do not (chosen with
+# `eqi suggest` among 18 held-out queries; the held-out evaluation on the page says how often that happens).
+CURATED_SUGGESTION_QUERY = "infinite"
 
 
 @st.cache_resource(show_spinner=False)

@@ -7,10 +7,10 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
 from eqi_core.suggestion.model import find_suggester
-from eqi_core.suggestion.panel import CHOICES, suggestion_table
+from eqi_core.suggestion.panel import CHOICES, default_query, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import current_collection, get_store, latent_encoder, suggestion_space_or_stop
+from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop
 from pages._url import copy_link, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
@@ -21,8 +21,9 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec = st.session_state[COLLECTION_KEY]
-first_query = collection.queries["text"].iloc[0] if len(collection.queries) else ""
-URL = {"sug_query": ("query", str, first_query), "sug_model": ("model", str, "all")}
+
+curated = CURATED_SUGGESTION_QUERY if collection.source.startswith("wordnet") else ""
+URL = {"sug_query": ("query", str, default_query(collection, curated)), "sug_model": ("model", str, "all")}
 link = page_header("Query suggestions", "Better queries for a search, from models trained on the rewrites that latent "
                    "traversal found (the query walked to its gold passage, every step decoded, the successful ones "
                    "kept): with pseudo-relevance feedback (the ranker's top-5 passages) and without.", URL)
@@ -62,6 +63,9 @@ table = tables[key]
 query_id = collection.find_query(query)
 gold = space.gold_passage(query_id) if query_id else None
 judged = gold is not None
+if curated and query.strip().lower() == curated:
+    st.caption(f"Example: “{curated}”, a query no suggester was trained on, chosen because a "
+               "PRF suggestion ranks its gold sense first; the held-out evaluation (below) says how often that happens.")
 if judged:
     original = float(table["ndcg10"].iloc[0])
     best = table.iloc[1:].groupby("model")["ndcg10"].max()

@@ -58,10 +58,11 @@ def test_example_traversal_fixes_a_failing_query(dashboard, page):
     page.screenshot(path=str(screenshot_path("example-traversal.png")), full_page=True)
 
 
-def test_query_suggestions_by_deep_link(dashboard, page):
-    page.goto(f"{dashboard}/suggestions?collection=wordnet&query=enlarge&model=all", wait_until="domcontentloaded")
+def test_query_suggestions_open_on_the_curated_held_out_query(dashboard, page):
+    page.goto(f"{dashboard}/suggestions?collection=wordnet&model=all", wait_until="domcontentloaded")
     page.get_by_role("heading", name="Query suggestions").first.wait_for(timeout=180_000)
     page.get_by_text("Top 10 for", exact=False).first.wait_for(timeout=180_000)  # the table and the first row's results
-    assert "model=all" in page.url and "query=enlarge" in page.url
+    page.get_by_text("a query no suggester was trained on", exact=False).first.wait_for(timeout=60_000)
+    assert "model=all" in page.url and "query=infinite" in page.url
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("suggestions.png")), full_page=True)
