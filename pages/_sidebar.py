@@ -20,6 +20,7 @@ _KEPT = {COLLECTION_KEY: "_kept_collection_spec", RANKER_KEY: "_kept_ranker_id"}
 # new widget showing it, instead of reconciling a server-set value with its own (a stale value sent
 # back on the next rerun would silently switch the collection back).
 _GENERATION = "_sidebar_generation"
+_LEFT_PAGES_MODE = "_left_streamlit_pages_mode"
 
 
 def widget_key(key: str) -> str:
@@ -48,10 +49,13 @@ def _through_app_navigation() -> None:
     menu that lists this folder's helper modules as pages ("exports", "sidebar"...), for the whole
     session. Leave that mode and rerun: the same page then runs through app.py's navigation (same
     URL path, same page hash). ``PagesManager.uses_pages_directory`` is the flag Streamlit itself
-    clears in ``st.navigation``; where a Streamlit version lacks it, nothing happens."""
+    clears in ``st.navigation``; where a Streamlit version lacks it, nothing happens. Once per
+    session at most: AppTest sets the flag again before every run, and a rerun there would drop a
+    clicked button."""
     from streamlit.runtime.pages_manager import PagesManager
 
-    if getattr(PagesManager, "uses_pages_directory", None):
+    if getattr(PagesManager, "uses_pages_directory", None) and not st.session_state.get(_LEFT_PAGES_MODE):
+        st.session_state[_LEFT_PAGES_MODE] = True
         PagesManager.uses_pages_directory = False
         st.rerun()
 
