@@ -74,7 +74,7 @@ def bench_encode(collection: Collection, n: int = 2000, batch_size: int = 64, re
 
 def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2000, k: int = 100,
                 repeats: int = 3, batch_sizes: tuple[int, ...] = (1, 32, 128)) -> dict:
-    """Exact top-k by blocked GEMM + torch.topk vs ``faiss.IndexFlatIP`` on the same embeddings.
+    """Exact top-k by blocked GEMM + row-wise selection vs ``faiss.IndexFlatIP`` on the same embeddings.
 
     Two regimes: the whole query set in one call (throughput, GEMM-bound), and small batches
     as the dashboard issues them (latency per query, selection- and memory-bound).
@@ -91,6 +91,9 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
     index = faiss.IndexFlatIP(docs.shape[1])
     index.add(docs)
     _best_of(lambda: exact_topk(queries[:32], docs, k), 1)  # warm-up
+    from eqi_core.rankers.topk import warm_up
+
+    warm_up()  # the selection kernel (compiled, or loaded from numba's cache), outside the timings
     t_ours, (s_ours, i_ours) = _best_of(lambda: exact_topk(queries, docs, k), repeats)
     t_faiss, (s_faiss, i_faiss) = _best_of(lambda: index.search(queries, k), repeats)
     same = np.array([set(a) == set(b) for a, b in zip(i_ours, i_faiss)])
@@ -116,7 +119,8 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
         "passages": int(docs.shape[0]),
         "dim": int(docs.shape[1]),
         "k": k,
-        "ours": "blocked GEMM (numpy BLAS) + torch.topk (eqi_core.rankers.dense.exact_topk)",
+        "ours": "blocked GEMM (numpy BLAS) + row-wise selection: topk_rows from 2^22 scores, else torch.topk "
+                "(eqi_core.rankers.dense.exact_topk)",
         "baseline": "faiss.IndexFlatIP.search",
         "faiss_threads": faiss.omp_get_max_threads(),
         "all_queries_in_one_call": {
@@ -249,19 +253,26 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
     peak = sgemm_gflops()
     index = faiss.IndexFlatIP(d.shape[1])
     index.add(d)
+    from eqi_core.rankers.topk import warm_up
+
+    warm_up()  # the selection kernel (compiled, or loaded from numba's cache), outside the timings
     t_ours, (s_o, i_o) = _best_of(lambda: exact_topk(q, d, k), repeats)
     t_faiss, (s_f, i_f) = _best_of(lambda: index.search(q, k), repeats)
-    same = float(np.mean([set(a) == set(b) for a, b in zip(i_o, i_f)]))
+    same_sets = np.array([set(a) == set(b) for a, b in zip(i_o, i_f)])
+    same = float(same_sets.mean())
+    # where the sets differ, the k-th scores must agree (a tie at the cut: either choice is exact)
+    tied = float((~same_sets & (np.abs(s_o[:, -1] - s_f[:, -1]) < 1e-5)).mean())
     brute_seconds_full = len(full_q) / (len(q) / t_ours) * (len(full.passages) / len(d))
     return {
         "benchmark": "exposure",
         "exact_map": {
             "collection": collection.name, "queries": len(q), "passages": len(d), "dim": int(q.shape[1]), "k": k,
-            "ours": "exact_topk (blocked GEMM + torch.topk)", "ours_seconds": round(t_ours, 3),
+            "ours": "exact_topk (GEMM blocks of 256 queries + topk_rows)", "ours_seconds": round(t_ours, 3),
             "ours_queries_per_s": round(len(q) / t_ours, 1), "ours_gflops": round(flops / t_ours / 1e9, 1),
             "baseline": "faiss.IndexFlatIP.search", "baseline_seconds": round(t_faiss, 3),
             "baseline_queries_per_s": round(len(q) / t_faiss, 1), "baseline_gflops": round(flops / t_faiss / 1e9, 1),
-            "speedup_over_baseline": round(t_faiss / t_ours, 3), "identical_result_sets": same, "target_speedup": 1.1,
+            "speedup_over_baseline": round(t_faiss / t_ours, 3), "identical_result_sets": same,
+            "different_sets_explained_by_ties_at_k": tied, "target_speedup": 1.1,
             "sgemm_peak_gflops": round(peak, 1), "ours_fraction_of_sgemm_peak": round(flops / t_ours / 1e9 / peak, 3),
             "target_fraction_of_sgemm_peak": 0.85,
         },

@@ -16,20 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from eqi_core.store import use_numba_cache
+
 _warm_lock = threading.Lock()
 _warm_done = threading.Event()
 
 
-def _numba_cache() -> None:
-    from eqi_core.store import default_home
-
-    path = default_home() / "numba-cache"
-    path.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(path))
-
-
 def _umap_class():
-    _numba_cache()
+    use_numba_cache()
     import umap
 
     return umap.UMAP
@@ -38,9 +32,10 @@ def _umap_class():
 def warm_up(background: bool = True) -> None:
     """Import umap and compile its kernels once per process (a tiny fit + transform).
 
-    In the background, a child process at the lowest CPU priority (nice 19) compiles first and fills
-    numba's on-disk cache; this process then warms up on a nice-19 thread, where the cache cuts its
-    work from ~35 s to ~20 s (measured: part of umap/pynndescent is compiled whatever the cache).
+    In the background, a child process at the lowest CPU priority (nice 19) compiles first (the exact
+    top-k kernel of ``eqi_core.rankers.topk``, then umap's) and fills numba's on-disk cache; this
+    process then warms up on a nice-19 thread, where the cache cuts its work from ~35 s to ~20 s
+    (measured: part of umap/pynndescent is compiled whatever the cache).
     Compiling on a thread of the server took the cores and the GIL from a newcomer's first clicks
     (the curated exposure example: 44 s instead of ~25 s on 2 idle cores, `eqi bench first-visit`).
     """
@@ -52,6 +47,9 @@ def warm_up(background: bool = True) -> None:
             if background:
                 _lower_this_threads_priority()
                 _compile_in_an_idle_child()
+                from eqi_core.rankers.topk import warm_up as load_top_k_kernel
+
+                load_top_k_kernel()  # from the cache the child filled: exact maps then start without compiling
             x = np.random.default_rng(0).standard_normal((40, 8)).astype(np.float32)
             model = _umap_class()(n_neighbors=5, random_state=0, n_jobs=1).fit(x)
             model.transform(x[:3])
@@ -72,10 +70,11 @@ def _compile_in_an_idle_child(timeout_s: float = 600) -> None:
     import subprocess
     import sys
 
-    _numba_cache()
+    use_numba_cache()
     with contextlib.suppress(OSError, subprocess.SubprocessError):  # else the tiny fit compiles in-process
         # the `nice` program, not preexec_fn (unsafe in a process with threads, as the server is)
         subprocess.run(["nice", "-n", "19", sys.executable, "-c",
+                        "from eqi_core.rankers.topk import warm_up as top_k; top_k(); "
                         "from eqi_core.projection import warm_up; warm_up(background=False)"],
                        env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
                        check=False)

@@ -45,6 +45,15 @@ def default_home() -> Path:
     return Path(os.environ.get("EQI_HOME", Path.home() / ".cache" / "eqi")).expanduser()
 
 
+def use_numba_cache() -> None:
+    """Keep numba's compiled kernels in the store (``NUMBA_CACHE_DIR``), so later processes start warm.
+
+    Read when numba is imported: call it before the first ``import numba`` (umap, the top-k kernel)."""
+    path = default_home() / "numba-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(path))
+
+
 def params_key(kind: str, params: dict[str, Any]) -> str:
     """A short, stable content hash of an artifact's kind and parameters."""
     blob = json.dumps({"kind": kind, "params": params}, sort_keys=True, default=str)

@@ -1,0 +1,187 @@
+"""Exact per-row top-k of a score block, cheaper than ``torch.topk`` over the whole row.
+
+After an exposure map's GEMM, selecting each query's top 100 of 20,001 passages with ``torch.topk``
+cost a third of the GEMM's time (`eqi bench exposure`, README: Benchmarks). This selection reads
+each row once at SIMD speed and sorts only about k scores:
+
+1. split the row into ``G = 10 k`` disjoint groups (column ``c`` holds positions ``c, c + G, ...``)
+   and take each group's maximum (numpy's vectorised column-wise max);
+2. a bound ``b`` that at least k group maxima reach: k distinct scores are >= b, so the row's k-th
+   best score is >= b and every member of the top k is >= b. It comes from a histogram of the
+   maxima (the lower edge of the bin where the count from the top reaches k, nudged down by far
+   more than float rounding), not a sort;
+3. gather the scores >= b (about 1.1 k of them, from the groups whose maximum reaches b) and
+   insertion-sort them by (score, lower position first), which beats quicksort at this size.
+
+The kernel is numba code run on one thread per core over contiguous row ranges (numba's parallel
+loops generated slower code for it). Non-finite scores raise ``NonFiniteScores``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+GROUPS_PER_K = 10  # more groups: a tighter bound but a longer histogram (measured best at 10)
+_BINS = 256
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_kernel = None
+
+
+class NonFiniteScores(ValueError):
+    """A row holds NaN or an infinity: the bound is undefined there (callers fall back to a sort)."""
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _forget_pool_in_child() -> None:  # a forked child inherits the pool object but not its threads
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_threads(), thread_name_prefix="eqi-topk")
+        return _pool
+
+
+def warm_up() -> None:
+    """Compile the kernel now (about 3.5 s), or load it from numba's on-disk cache (0.3 s): the dashboard
+    does this in its idle warm-up child at start, so a newcomer's first exact map does not compile."""
+    kernel = _compiled()
+    kernel(np.zeros((1, 4), np.float32), np.zeros((1, 4), np.float32), 1,
+           np.empty((1, 1), np.float32), np.empty((1, 1), np.int64), _BINS)
+
+
+def _compiled():
+    """The numba kernel, compiled on first call (numba's on-disk cache makes later processes start warm)."""
+    global _kernel
+    if _kernel is None:
+        from eqi_core.store import use_numba_cache
+
+        use_numba_cache()
+        import numba
+
+        _kernel = numba.njit(nogil=True, cache=True)(_select_rows)
+    return _kernel
+
+
+def _select_rows(scores, maxima, k, out_s, out_i, bins):  # pragma: no cover (runs compiled)
+    n = scores.shape[1]
+    groups = maxima.shape[1]
+    counts = np.empty(bins + 1, np.int64)
+    cand = np.empty(n, np.float32)
+    cand_i = np.empty(n, np.int64)
+    keys = np.empty(n, np.uint64)
+    active = np.empty(groups, np.int64)
+    low32 = np.uint64(0xFFFFFFFF)
+    sign = np.uint64(0x80000000)
+    for r in range(scores.shape[0]):
+        row = scores[r]
+        mx = maxima[r]
+        lo = mx.min()
+        hi = mx.max()
+        bound = np.float64(lo)  # every maximum reaches it, and there are >= k of them
+        if hi > lo:
+            width = (np.float64(hi) - lo) / bins
+            inv = 1.0 / width
+            counts[:] = 0
+            for c in range(groups):
+                counts[min(bins, int((mx[c] - np.float64(lo)) * inv))] += 1
+            acc = 0
+            b = bins
+            while b > 0:
+                acc += counts[b]
+                if acc >= k:
+                    break
+                b -= 1
+            # bin b's lower edge, lowered far beyond rounding in the bin arithmetic above
+            bound = max(np.float64(lo), lo + b * width - 1e-6 * (abs(np.float64(lo)) + abs(np.float64(hi))))
+        n_active = 0
+        for c in range(groups):
+            active[n_active] = c
+            n_active += mx[c] >= bound
+        m = 0
+        for base in range(0, n, groups):
+            last = min(groups, n - base)
+            for a in range(n_active):
+                c = active[a]
+                if c < last:
+                    v = row[base + c]
+                    cand[m] = v
+                    cand_i[m] = base + c
+                    m += v >= bound
+        bits = cand[:m].view(np.uint32)
+        for t in range(m):  # order-preserving float -> unsigned key, position (lower first) below it
+            u = np.uint64(bits[t])
+            u = (u ^ low32) if u & sign else (u | sign)
+            keys[t] = (u << np.uint64(32)) | (low32 - np.uint64(cand_i[t]))
+        for t in range(1, m):  # insertion sort, descending
+            key = keys[t]
+            p = t - 1
+            while p >= 0 and keys[p] < key:
+                keys[p + 1] = keys[p]
+                p -= 1
+            keys[p + 1] = key
+        for t in range(k):
+            j = np.int64(low32 - (keys[t] & low32))
+            out_i[r, t] = j
+            out_s[r, t] = row[j]
+
+
+def _group_maxima(scores: np.ndarray, groups: int) -> np.ndarray:
+    n = scores.shape[1]
+    whole = n // groups
+    maxima = scores[:, : whole * groups].reshape(len(scores), whole, groups).max(axis=1)
+    rest = n - whole * groups
+    if rest:
+        np.maximum(maxima[:, :rest], scores[:, whole * groups:], out=maxima[:, :rest])
+    return maxima
+
+
+def _rows(scores, k, out_s, out_i, start, stop, kernel) -> None:
+    block = scores[start:stop]
+    maxima = _group_maxima(block, min(scores.shape[1], GROUPS_PER_K * k))
+    if not np.isfinite(maxima).all():  # NaN and +inf propagate to a maximum; -inf everywhere in a group shows too
+        raise NonFiniteScores("scores hold NaN or infinite values")
+    kernel(block, maxima, k, out_s[start:stop], out_i[start:stop], _BINS)
+
+
+def topk_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, positions) of each row's k largest, best first; equal scores: lower position first.
+
+    ``scores`` is a C-contiguous float32 matrix with at least k columns; ``NonFiniteScores`` if a
+    value is NaN or infinite (one -inf among finite scores may pass, and is ranked correctly).
+    """
+    n_rows, n = scores.shape
+    if not 0 < k <= n:
+        raise ValueError(f"k = {k}: expected 1 <= k <= {n} (the number of columns)")
+    out_s = np.empty((n_rows, k), np.float32)
+    out_i = np.empty((n_rows, k), np.int64)
+    if n_rows == 0:
+        return out_s, out_i
+    kernel = _compiled()
+    parts = min(_threads(), n_rows)
+    edges = np.linspace(0, n_rows, parts + 1).astype(int)
+    if parts == 1:
+        _rows(scores, k, out_s, out_i, 0, n_rows, kernel)
+    else:  # the kernel and numpy's max release the GIL: one contiguous row range per core
+        futures = [_executor().submit(_rows, scores, k, out_s, out_i, a, b, kernel)
+                   for a, b in zip(edges[:-1], edges[1:])]
+        for future in futures:
+            future.result()
+    return out_s, out_i

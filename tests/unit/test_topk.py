@@ -1,0 +1,83 @@
+"""The exact row-wise top-k kernel (eqi_core.rankers.topk) against a plain stable sort."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqi_core.rankers import dense
+from eqi_core.rankers.dense import exact_topk
+from eqi_core.rankers.topk import NonFiniteScores, topk_rows
+
+
+def reference(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best first; equal scores by lower position (a stable sort of the negated scores)."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, order, 1), order
+
+
+def test_by_hand():
+    row = np.array([[0.5, 2.0, -1.0, 2.0, 0.75, 3.0]], dtype=np.float32)
+    s, i = topk_rows(row, 3)
+    assert i.tolist() == [[5, 1, 3]] and s.tolist() == [[3.0, 2.0, 2.0]]  # the tie: lower position first
+
+
+@pytest.mark.parametrize(("rows", "cols", "k"), [(5, 40, 40), (9, 1000, 7), (33, 1999, 100), (64, 20001, 100),
+                                                 (3, 250, 1)])
+def test_equals_a_stable_sort(rows, cols, k):
+    scores = np.random.default_rng(cols).standard_normal((rows, cols)).astype(np.float32)
+    s, i = topk_rows(scores, k)
+    ref_s, ref_i = reference(scores, k)
+    np.testing.assert_array_equal(i, ref_i)
+    np.testing.assert_array_equal(s, ref_s)
+
+
+def test_many_ties_and_constant_rows():
+    rng = np.random.default_rng(3)
+    scores = rng.integers(-3, 4, size=(20, 5000)).astype(np.float32)  # seven values: ties everywhere
+    scores[4] = 1.0  # every group maximum equal: the histogram has no width
+    scores[5, :] = -2.0
+    scores[5, 4999] = 7.0
+    s, i = topk_rows(scores, 100)
+    ref_s, ref_i = reference(scores, 100)
+    np.testing.assert_array_equal(i, ref_i)
+    np.testing.assert_array_equal(s, ref_s)
+
+
+def test_a_group_whose_members_all_beat_the_others():
+    # the top k all sit in one group of positions (c, c + G, ...): the bound must still take them all
+    k, cols = 10, 1000
+    scores = np.zeros((1, cols), dtype=np.float32)
+    groups = 10 * k
+    scores[0, 7::groups] = np.arange(1, len(scores[0, 7::groups]) + 1)
+    s, i = topk_rows(scores, k)
+    assert i[0].tolist() == list(range(7 + groups * 9, 6, -groups)) and s[0, 0] == 10.0
+
+
+def test_non_finite_scores_raise_and_exact_topk_falls_back(monkeypatch):
+    scores = np.random.default_rng(1).standard_normal((4, 3000)).astype(np.float32)
+    scores[2, 10] = np.nan
+    with pytest.raises(NonFiniteScores):
+        topk_rows(scores, 5)
+    with pytest.raises(ValueError, match="k = 0"):
+        topk_rows(scores, 0)
+    monkeypatch.setattr(dense, "KERNEL_MIN_SCORES", 0)
+    docs = np.random.default_rng(2).standard_normal((3000, 8)).astype(np.float32)
+    queries = np.random.default_rng(4).standard_normal((6, 8)).astype(np.float32)
+    queries[1, 0] = np.inf
+    _, idx = exact_topk(queries, docs, 5)
+    full = queries @ docs.T
+    for row in (0, 2, 3, 4, 5):
+        assert set(idx[row]) == set(reference(full[row:row + 1], 5)[1][0])
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 16, 1 << 26])
+def test_exact_topk_through_the_kernel_equals_a_stable_sort(monkeypatch, block_bytes):
+    monkeypatch.setattr(dense, "KERNEL_MIN_SCORES", 0)  # the kernel path on a small problem
+    rng = np.random.default_rng(11)
+    docs = rng.standard_normal((3001, 16)).astype(np.float32)
+    queries = rng.standard_normal((300, 16)).astype(np.float32)  # more than SELECT_ROWS: two query blocks
+    scores, idx = exact_topk(queries, docs, 50, block_bytes=block_bytes)
+    full = queries @ docs.T
+    ref = np.argsort(-full, axis=1)[:, :50]
+    assert all(set(a) == set(b) for a, b in zip(idx, ref))
+    np.testing.assert_allclose(scores, np.take_along_axis(full, ref, 1), rtol=1e-5, atol=1e-5)
