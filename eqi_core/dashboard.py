@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +42,7 @@ def start_dashboard(home: Path, env: dict | None = None, ready_timeout: float = 
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: stopping it stops its warm-up child too
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -57,12 +59,17 @@ def start_dashboard(home: Path, env: dict | None = None, ready_timeout: float = 
                 raise RuntimeError(f"streamlit did not become healthy in {ready_timeout:.0f} s")
         yield url
     finally:
-        proc.terminate()
-        try:
+        _signal_group(proc, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _signal_group(proc, signal.SIGKILL)  # whatever of the group is left
+        proc.wait()
         log.close()
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +67,28 @@ def _lower_this_threads_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
+def exit_with_parent() -> None:
+    """End this process as soon as its parent is gone (a watcher thread polls the parent's pid)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+def compile_as_idle_child() -> None:
+    """The warm-up child's work: the exact top-k kernel, then umap's. It exits as soon as the server
+    that started it is gone, so a stopped server leaves no process writing into its store."""
+    exit_with_parent()
+    from eqi_core.rankers.topk import warm_up as compile_top_k
+
+    compile_top_k()
+    warm_up(background=False)
+
+
 def _compile_in_an_idle_child(timeout_s: float = 600) -> None:
     import subprocess
     import sys
@@ -74,8 +97,7 @@ def _compile_in_an_idle_child(timeout_s: float = 600) -> None:
     with contextlib.suppress(OSError, subprocess.SubprocessError):  # else the tiny fit compiles in-process
         # the `nice` program, not preexec_fn (unsafe in a process with threads, as the server is)
         subprocess.run(["nice", "-n", "19", sys.executable, "-c",
-                        "from eqi_core.rankers.topk import warm_up as top_k; top_k(); "
-                        "from eqi_core.projection import warm_up; warm_up(background=False)"],
+                        "from eqi_core.projection import compile_as_idle_child; compile_as_idle_child()"],
                        env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
                        check=False)
 
