@@ -38,22 +38,12 @@ from eqi_core.rankers.base import canonical_topk
 from eqi_core.rankers.registry import ranker_spec
 from eqi_core.store import ArtifactStore, atomic_path
 
-MAP_VERSION = 3  # 2: float64 re-scoring of candidates; 3: scores kept in the map, run-sourced maps
+MAP_VERSION = 4  # 2: float64 re-scoring of candidates; 3: scores kept in the map, run-sourced maps;
+# 4: the re-scoring's fixed summation order is rescore_rows' (last bits differ from 3's einsum)
 DOC_BUCKETS = 16
 DEFAULT_QUERY_SHARD = 2048
 DEFAULT_BLOCK_BYTES = 64 << 20
 RESCORE_MARGIN = 16  # float32 candidates beyond k, re-scored exactly in float64
-
-
-def rescore(q: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """float64 scores of each query's candidates, summed in a fixed order: a float32 GEMM's last
-    bits depend on the BLAS thread count, which would let near-ties swap ranks between a laptop,
-    a 1-thread Dask worker and a 2-thread process; these scores do not."""
-    out = np.empty(idx.shape, dtype=np.float64)
-    for s in range(0, len(idx), 64):
-        rows = np.asarray(d[idx[s:s + 64].ravel()], dtype=np.float64).reshape(*idx[s:s + 64].shape, -1)
-        out[s:s + 64] = np.einsum("ij,ikj->ik", q[s:s + 64].astype(np.float64), rows)
-    return out
 
 
 @dataclass(frozen=True)
@@ -114,12 +104,13 @@ def shard_task(task: dict) -> dict:
         return {"out": str(out), "seconds": time.perf_counter() - started, "reused": False, "queries": qe - qs}
     if task["kind"] == "dense":
         from eqi_core.rankers.dense import exact_topk
+        from eqi_core.rankers.topk import rescore_rows
 
         q = np.ascontiguousarray(np.load(task["query_emb"], mmap_mode="r")[qs:qe])
         d = np.load(task["passage_emb"], mmap_mode="r")[ds:de]
         _, idx = exact_topk(q, np.ascontiguousarray(d), min(k + RESCORE_MARGIN, de - ds),
                             block_bytes=task.get("block_bytes", DEFAULT_BLOCK_BYTES))
-        scores = rescore(q, d, idx)
+        scores = rescore_rows(q, d, idx)  # float64, one fixed summation order: ranks independent of BLAS threads
         idx = idx + ds
     else:
         from eqi_core.rankers.bm25 import bm25_topk

@@ -1,4 +1,5 @@
-"""Exact per-row top-k of a score block, cheaper than ``torch.topk`` over the whole row.
+"""Exact top-k kernels: per-row top-k of a score block, cheaper than ``torch.topk`` over the whole
+row, and the exact float64 re-scoring of the candidates (``rescore_rows``).
 
 After an exposure map's GEMM, selecting each query's top 100 of 20,001 passages with ``torch.topk``
 cost a third of the GEMM's time (`eqi bench exposure`, README: Benchmarks). This selection reads
@@ -30,6 +31,7 @@ _BINS = 256
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _kernel = None
+_rescore_kernel = None
 
 
 class NonFiniteScores(ValueError):
@@ -61,11 +63,12 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def warm_up() -> None:
-    """Compile the kernel now (about 3.5 s), or load it from numba's on-disk cache (0.3 s): the dashboard
+    """Compile the kernels now (about 5 s), or load them from numba's on-disk cache (0.5 s): the dashboard
     does this in its idle warm-up child at start, so a newcomer's first exact map does not compile."""
     kernel = _compiled()
     kernel(np.zeros((1, 4), np.float32), np.zeros((1, 4), np.float32), 1,
            np.empty((1, 1), np.float32), np.empty((1, 1), np.int64), _BINS)
+    rescore_rows(np.zeros((1, 4), np.float32), np.zeros((2, 4), np.float32), np.zeros((1, 1), np.int64))
 
 
 def _compiled():
@@ -79,6 +82,58 @@ def _compiled():
 
         _kernel = numba.njit(nogil=True, cache=True)(_select_rows)
     return _kernel
+
+
+def _compiled_rescore():
+    global _rescore_kernel
+    if _rescore_kernel is None:
+        from eqi_core.store import use_numba_cache
+
+        use_numba_cache()
+        import numba
+
+        _rescore_kernel = numba.njit(nogil=True, cache=True)(_rescore)
+    return _rescore_kernel
+
+
+def _rescore(q, d, idx, out, start, stop):  # pragma: no cover (runs compiled)
+    dim = q.shape[1]
+    whole = dim - dim % 8
+    acc = np.empty(8, np.float64)
+    for i in range(start, stop):
+        for j in range(idx.shape[1]):
+            c = idx[i, j]
+            for t in range(8):
+                acc[t] = 0.0
+            for base in range(0, whole, 8):  # eight running sums, each in a fixed order
+                for t in range(8):
+                    acc[t] += np.float64(q[i, base + t]) * np.float64(d[c, base + t])
+            total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+            for e in range(whole, dim):
+                total += np.float64(q[i, e]) * np.float64(d[c, e])
+            out[i, j] = total
+
+
+def rescore_rows(q: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """float64 inner products ``q[i] . d[idx[i, j]]``, each summed in one fixed order (eight running
+    sums over the dimensions, then a fixed tree): the same bits on any machine and thread count,
+    unlike a float32 GEMM, whose last bits move with the BLAS thread count (so near-ties would swap
+    ranks between a laptop, a 1-thread Dask worker and a 2-thread process)."""
+    q = np.ascontiguousarray(q, dtype=np.float32)
+    d = np.asarray(d, dtype=np.float32)  # a memory-mapped slice stays mapped
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    if len(idx) and (idx.min() < 0 or idx.max() >= len(d)):
+        raise IndexError(f"candidate positions outside 0..{len(d) - 1}")
+    out = np.empty(idx.shape, dtype=np.float64)
+    if idx.size == 0:
+        return out
+    kernel = _compiled_rescore()
+    parts = min(_threads(), len(idx))
+    edges = np.linspace(0, len(idx), parts + 1).astype(int)
+    futures = [_executor().submit(kernel, q, d, idx, out, a, b) for a, b in zip(edges[:-1], edges[1:])]
+    for future in futures:
+        future.result()
+    return out
 
 
 def _select_rows(scores, maxima, k, out_s, out_i, bins):  # pragma: no cover (runs compiled)

@@ -81,3 +81,23 @@ def test_exact_topk_through_the_kernel_equals_a_stable_sort(monkeypatch, block_b
     ref = np.argsort(-full, axis=1)[:, :50]
     assert all(set(a) == set(b) for a, b in zip(idx, ref))
     np.testing.assert_allclose(scores, np.take_along_axis(full, ref, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_rescore_rows_by_hand_and_the_same_bits_on_any_thread_count(monkeypatch):
+    from eqi_core.rankers import topk
+    from eqi_core.rankers.topk import rescore_rows
+
+    q = np.array([[0.5, -1.0, 2.0]], dtype=np.float32)
+    d = np.array([[1.0, 1.0, 1.0], [2.0, 0.0, -0.25]], dtype=np.float32)
+    assert rescore_rows(q, d, np.array([[1, 0]])).tolist() == [[0.5, 1.5]]  # 1 - 0.5 and 0.5 - 1 + 2
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((50, 21)).astype(np.float32)  # 21: two blocks of eight and a tail of five
+    d = rng.standard_normal((300, 21)).astype(np.float32)
+    idx = rng.integers(0, 300, size=(50, 9))
+    both = rescore_rows(q, d, idx)
+    np.testing.assert_allclose(both, np.einsum("ij,ikj->ik", q.astype(np.float64), d[idx].astype(np.float64)),
+                               rtol=0, atol=1e-12)
+    monkeypatch.setattr(topk, "_threads", lambda: 1)
+    assert np.array_equal(rescore_rows(q, d, idx), both)
+    with pytest.raises(IndexError, match="outside 0..299"):
+        rescore_rows(q, d, idx + 300)
