@@ -30,8 +30,7 @@ GROUPS_PER_K = 10  # more groups: a tighter bound but a longer histogram (measur
 _BINS = 256
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-_kernel = None
-_rescore_kernel = None
+_kernels: dict = {}
 
 
 class NonFiniteScores(ValueError):
@@ -71,29 +70,19 @@ def warm_up() -> None:
     rescore_rows(np.zeros((1, 4), np.float32), np.zeros((2, 4), np.float32), np.zeros((1, 1), np.int64))
 
 
-def _compiled():
-    """The numba kernel, compiled on first call (numba's on-disk cache makes later processes start warm)."""
-    global _kernel
-    if _kernel is None:
-        from eqi_core.store import use_numba_cache
+def _compiled(kernel=None):
+    """A kernel (the selection by default) compiled by numba on first call; numba's on-disk cache in
+    the store makes later processes start warm."""
+    kernel = kernel or _select_rows
+    with _pool_lock:
+        if kernel not in _kernels:
+            from eqi_core.store import use_numba_cache
 
-        use_numba_cache()
-        import numba
+            use_numba_cache()
+            import numba
 
-        _kernel = numba.njit(nogil=True, cache=True)(_select_rows)
-    return _kernel
-
-
-def _compiled_rescore():
-    global _rescore_kernel
-    if _rescore_kernel is None:
-        from eqi_core.store import use_numba_cache
-
-        use_numba_cache()
-        import numba
-
-        _rescore_kernel = numba.njit(nogil=True, cache=True)(_rescore)
-    return _rescore_kernel
+            _kernels[kernel] = numba.njit(nogil=True, cache=True)(kernel)
+        return _kernels[kernel]
 
 
 def _rescore(q, d, idx, out, start, stop):  # pragma: no cover (runs compiled)
@@ -127,7 +116,7 @@ def rescore_rows(q: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
     out = np.empty(idx.shape, dtype=np.float64)
     if idx.size == 0:
         return out
-    kernel = _compiled_rescore()
+    kernel = _compiled(_rescore)
     parts = min(_threads(), len(idx))
     edges = np.linspace(0, len(idx), parts + 1).astype(int)
     futures = [_executor().submit(kernel, q, d, idx, out, a, b) for a, b in zip(edges[:-1], edges[1:])]
