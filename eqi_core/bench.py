@@ -209,7 +209,7 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
     from eqi_core.exposure.reverse import BM25Reverse, DenseReverse, query_embeddings
     from eqi_core.exposure.setup import prepare_exposure
     from eqi_core.rankers import load_encoder
-    from eqi_core.rankers.dense import exact_topk
+    from eqi_core.rankers.dense import SELECT_ROWS, exact_topk
 
     setup = prepare_exposure(collection, "minilm-l6", store)
     q, d = setup.query_emb, setup.doc_emb
@@ -267,7 +267,7 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
         "benchmark": "exposure",
         "exact_map": {
             "collection": collection.name, "queries": len(q), "passages": len(d), "dim": int(q.shape[1]), "k": k,
-            "ours": "exact_topk (GEMM blocks of 256 queries + topk_rows)", "ours_seconds": round(t_ours, 3),
+            "ours": f"exact_topk (GEMM blocks of {SELECT_ROWS} queries + topk_rows)", "ours_seconds": round(t_ours, 3),
             "ours_queries_per_s": round(len(q) / t_ours, 1), "ours_gflops": round(flops / t_ours / 1e9, 1),
             "baseline": "faiss.IndexFlatIP.search", "baseline_seconds": round(t_faiss, 3),
             "baseline_queries_per_s": round(len(q) / t_faiss, 1), "baseline_gflops": round(flops / t_faiss / 1e9, 1),

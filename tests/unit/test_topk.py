@@ -75,7 +75,7 @@ def test_exact_topk_through_the_kernel_equals_a_stable_sort(monkeypatch, block_b
     monkeypatch.setattr(dense, "KERNEL_MIN_SCORES", 0)  # the kernel path on a small problem
     rng = np.random.default_rng(11)
     docs = rng.standard_normal((3001, 16)).astype(np.float32)
-    queries = rng.standard_normal((300, 16)).astype(np.float32)  # more than SELECT_ROWS: two query blocks
+    queries = rng.standard_normal((dense.SELECT_ROWS + 44, 16)).astype(np.float32)  # two query blocks
     scores, idx = exact_topk(queries, docs, 50, block_bytes=block_bytes)
     full = queries @ docs.T
     ref = np.argsort(-full, axis=1)[:, :50]
