@@ -38,10 +38,14 @@ class NonFiniteScores(ValueError):
 
 
 def _threads() -> int:
+    """One per core this process may use, capped by OMP_NUM_THREADS where set (Dask's one-thread
+    workers set it to 1, so two workers on two cores do not run four selection threads)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    cap = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, min(cores, int(cap))) if cap.isdigit() and int(cap) > 0 else max(1, cores)
 
 
 def _forget_pool_in_child() -> None:  # a forked child inherits the pool object but not its threads
