@@ -34,7 +34,7 @@ def warm_up(background: bool = True) -> None:
     """Import umap and compile its kernels once per process (a tiny fit + transform).
 
     In the background, a child process at the lowest CPU priority (nice 19) compiles first (the exact
-    top-k kernel of ``eqi_core.rankers.topk``, then umap's) and fills numba's on-disk cache; this
+    top-k kernels of ``eqi_core.rankers.topk``, then umap's) and fills numba's on-disk cache; this
     process then warms up on a nice-19 thread, where the cache cuts its work from ~35 s to ~20 s
     (measured: part of umap/pynndescent is compiled whatever the cache).
     Compiling on a thread of the server took the cores and the GIL from a newcomer's first clicks
@@ -48,9 +48,9 @@ def warm_up(background: bool = True) -> None:
             if background:
                 _lower_this_threads_priority()
                 _compile_in_an_idle_child()
-                from eqi_core.rankers.topk import warm_up as load_top_k_kernel
+                from eqi_core.rankers.topk import warm_up as load_top_k_kernels
 
-                load_top_k_kernel()  # from the cache the child filled: exact maps then start without compiling
+                load_top_k_kernels()  # from the cache the child filled: exact maps then start without compiling
             x = np.random.default_rng(0).standard_normal((40, 8)).astype(np.float32)
             model = _umap_class()(n_neighbors=5, random_state=0, n_jobs=1).fit(x)
             model.transform(x[:3])
@@ -80,7 +80,7 @@ def exit_with_parent() -> None:
 
 
 def compile_as_idle_child() -> None:
-    """The warm-up child's work: the exact top-k kernel, then umap's. It exits as soon as the server
+    """The warm-up child's work: the exact top-k kernels, then umap's. It exits as soon as the server
     that started it is gone, so a stopped server leaves no process writing into its store."""
     exit_with_parent()
     from eqi_core.rankers.topk import warm_up as compile_top_k

@@ -65,9 +65,23 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
+def _over_rows(n_rows: int, work) -> None:
+    """``work(start, stop)`` on one contiguous row range per core (the kernels and numpy's max release
+    the GIL); in this thread when there is one range."""
+    parts = min(_threads(), n_rows)
+    edges = np.linspace(0, n_rows, parts + 1).astype(int)
+    if parts == 1:
+        work(0, n_rows)
+        return
+    futures = [_executor().submit(work, a, b) for a, b in zip(edges[:-1], edges[1:])]
+    for future in futures:
+        future.result()
+
+
 def warm_up() -> None:
-    """Compile the kernels now (about 5 s), or load them from numba's on-disk cache (0.5 s): the dashboard
-    does this in its idle warm-up child at start, so a newcomer's first exact map does not compile."""
+    """Compile the kernels now (3.2 s here, numba's import included), or load them from numba's on-disk
+    cache (0.85 s): the dashboard does this in its idle warm-up child at start, so a newcomer's first
+    exact map does not compile."""
     kernel = _compiled()
     kernel(np.zeros((1, 4), np.float32), np.zeros((1, 4), np.float32), 1,
            np.empty((1, 1), np.float32), np.empty((1, 1), np.int64), _BINS)
@@ -121,11 +135,7 @@ def rescore_rows(q: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
     if idx.size == 0:
         return out
     kernel = _compiled(_rescore)
-    parts = min(_threads(), len(idx))
-    edges = np.linspace(0, len(idx), parts + 1).astype(int)
-    futures = [_executor().submit(kernel, q, d, idx, out, a, b) for a, b in zip(edges[:-1], edges[1:])]
-    for future in futures:
-        future.result()
+    _over_rows(len(idx), lambda start, stop: kernel(q, d, idx, out, start, stop))
     return out
 
 
@@ -224,13 +234,5 @@ def topk_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if n_rows == 0:
         return out_s, out_i
     kernel = _compiled()
-    parts = min(_threads(), n_rows)
-    edges = np.linspace(0, n_rows, parts + 1).astype(int)
-    if parts == 1:
-        _rows(scores, k, out_s, out_i, 0, n_rows, kernel)
-    else:  # the kernel and numpy's max release the GIL: one contiguous row range per core
-        futures = [_executor().submit(_rows, scores, k, out_s, out_i, a, b, kernel)
-                   for a, b in zip(edges[:-1], edges[1:])]
-        for future in futures:
-            future.result()
+    _over_rows(n_rows, lambda start, stop: _rows(scores, k, out_s, out_i, start, stop, kernel))
     return out_s, out_i
