@@ -83,6 +83,46 @@ def test_exact_topk_through_the_kernel_equals_a_stable_sort(monkeypatch, block_b
     np.testing.assert_allclose(scores, np.take_along_axis(full, ref, 1), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("block_bytes", [1 << 16, 1 << 26])
+@pytest.mark.parametrize("copy_min_queries", [0, 1 << 30])
+def test_kept_columns_and_either_layout_give_the_same_answer(monkeypatch, block_bytes, copy_min_queries):
+    """Passages laid out once (ColumnBlocks), copied per call or read through a transposed view: the
+    same bits, since only the memory layout of the GEMM's right operand differs."""
+    monkeypatch.setattr(dense, "KERNEL_MIN_SCORES", 0)
+    monkeypatch.setattr(dense, "COPY_MIN_QUERIES", copy_min_queries)
+    rng = np.random.default_rng(12)
+    docs = rng.standard_normal((2999, 16)).astype(np.float32)
+    queries = rng.standard_normal((dense.SELECT_ROWS + 7, 16)).astype(np.float32)
+    columns = dense.ColumnBlocks.of(docs, block_bytes)
+    assert sum(b.shape[1] for b in columns.blocks) == len(docs) and columns.nbytes == docs.nbytes
+    assert all(b.flags.c_contiguous for b in columns.blocks)
+    kept = exact_topk(queries, docs, 40, block_bytes=block_bytes, columns=columns)
+    per_call = exact_topk(queries, docs, 40, block_bytes=block_bytes)
+    ref = reference(queries @ docs.T, 40)
+    assert all(set(a) == set(b) for a, b in zip(kept[1], ref[1]))
+    np.testing.assert_array_equal(kept[0], per_call[0])
+    np.testing.assert_array_equal(kept[1], per_call[1])
+    other = dense.ColumnBlocks.of(docs[:-1], block_bytes)  # another matrix's layout is not used
+    np.testing.assert_array_equal(exact_topk(queries, docs, 40, block_bytes=block_bytes, columns=other)[1], kept[1])
+
+
+def test_a_dense_ranker_lays_out_its_passages_once(monkeypatch):
+    from eqi_core.rankers.dense import DenseRanker
+
+    monkeypatch.setattr(dense, "KERNEL_MIN_SCORES", 1000)
+    rng = np.random.default_rng(13)
+    docs = rng.standard_normal((300, 8)).astype(np.float32)
+    ranker = DenseRanker(encoder=None, doc_embeddings=docs, doc_ids=np.array([f"d{i}" for i in range(300)], dtype=object),
+                         id="t", name="t", release_date="2020")
+    ranker.search_embeddings(["q0"], docs[:1], 5)  # 300 scores: no layout needed
+    assert ranker._columns is None
+    ranker.search_embeddings([f"q{i}" for i in range(10)], docs[:10], 5)
+    first = ranker._columns
+    assert first is not None
+    ranker.search_embeddings([f"q{i}" for i in range(10)], docs[:10], 5)
+    assert ranker._columns is first
+
+
 def test_rescore_rows_by_hand_and_the_same_bits_on_any_thread_count(monkeypatch):
     from eqi_core.rankers import topk
     from eqi_core.rankers.topk import rescore_rows
