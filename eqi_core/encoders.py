@@ -21,7 +21,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from eqi_core.progress import ProgressFn
 
-CHUNK = 1024
+CHUNK = 1024  # texts per progress report (the batches inside a chunk depend on it: changing it moves vectors' last bits)
 
 
 class Encoder(Protocol):
@@ -66,6 +66,8 @@ def encode_in_chunks(
     order = np.argsort([-len(t) for t in texts], kind="stable")
     out = np.empty((len(texts), dim), dtype=np.float32)
     done = 0
+    if progress and len(texts):
+        progress(0, len(texts))  # started: the first chunk of long passages can take many seconds
     for start in range(0, len(texts), chunk):
         idx = order[start:start + chunk]
         out[idx] = encode_chunk([texts[i] for i in idx])

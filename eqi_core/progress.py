@@ -24,13 +24,13 @@ def _duration(seconds: float) -> str:
 def line_progress(desc: str, unit: str = "it", stream=None, every_seconds: float = LINE_EVERY_SECONDS,
                   every_share: float = LINE_EVERY_SHARE) -> ProgressFn:
     """A ProgressFn that prints ``desc: done/total unit (pct%), elapsed, ~left`` lines, at the start,
-    every ``every_share`` of the work or ``every_seconds``, and at the end."""
-    state = {"started": None, "last_t": 0.0, "last_share": -1.0}
+    every ``every_share`` of the work or ``every_seconds``, and at the end. The clock starts when the
+    reporter is made (just before its work), not at the first report, which may come after a long
+    first chunk."""
+    state = {"started": time.monotonic(), "last_t": 0.0, "last_share": -1.0}
 
     def update(done: int, total: int) -> None:
         now = time.monotonic()
-        if state["started"] is None:
-            state["started"] = now
         share = done / total if total else 1.0
         finished = done >= total
         if not (finished or state["last_share"] < 0 or share - state["last_share"] >= every_share
@@ -50,11 +50,13 @@ def tqdm_progress(desc: str, unit: str = "it", disable: bool | None = None) -> P
     if disable is None and not sys.stderr.isatty():
         return line_progress(desc, unit)
     state: dict = {}
+    made = time.time()  # tqdm's clock (time.time): elapsed and rate count from here, as line_progress's
 
     def update(done: int, total: int) -> None:
         bar = state.get("bar")
         if bar is None:
             bar = state["bar"] = tqdm(total=total, desc=desc, unit=unit, disable=disable, leave=False)
+            bar.start_t = made
         bar.update(done - bar.n)
         if done >= total:
             bar.close()

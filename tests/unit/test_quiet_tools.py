@@ -24,6 +24,30 @@ def test_line_progress_prints_start_steps_and_end():
     assert 5 <= len(lines) <= 6  # 0, 25, 50, 75, 100 (+ at most one rounding step)
 
 
+def test_line_progress_counts_time_from_its_making_not_its_first_report(monkeypatch):
+    """A first chunk of long passages can take half a minute: its report must say so (it said 0 s)."""
+    from eqi_core import progress as progress_mod
+
+    clock = iter([100.0, 130.0, 145.0])
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    report = line_progress("indexing", "passage", stream=out)  # made at t = 100
+    report(1024, 1500)  # t = 130
+    report(1500, 1500)  # t = 145
+    first, last = out.getvalue().splitlines()
+    assert first == "[eqi] indexing: 1,024/1,500 passage (68%), 30 s, ~14 s left"
+    assert last == "[eqi] indexing: 1,500/1,500 passage (100%), 45 s"
+
+
+def test_encoding_reports_its_start():
+    from eqi_core.encoders import encode_in_chunks
+
+    calls = []
+    encode_in_chunks(["a", "bb", "ccc"], lambda c: __import__("numpy").zeros((len(c), 2)), 2,
+                     progress=lambda done, total: calls.append((done, total)), chunk=2)
+    assert calls == [(0, 3), (2, 3), (3, 3)]
+
+
 def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
     """stderr is a file: no tqdm bar (tqdm disables itself there), progress lines instead."""
     log = tmp_path / "index.log"
