@@ -8,6 +8,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# the CLI reports its own progress; transformers' "Loading weights" bar at every model load is noise
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import typer
 
@@ -579,9 +581,12 @@ def train_decoder_cmd(
 
 
 def _latent_space(collection: str, encoder: str, decoder: Path | None, exclude_heldout: bool = True):
+    from eqi_core.decoder.neural import read_card
     from eqi_core.decoder.space import open_space
     from eqi_core.decoder.train import DecoderTraining, heldout_split
 
+    if decoder is not None:
+        read_card(decoder)  # a mistyped --decoder fails now, not after the collection is encoded
     coll = _load(collection)
     heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
     space = open_space(coll, _store(), encoder, decoder, heldout_q if exclude_heldout else (),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -49,10 +50,28 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+@lru_cache(maxsize=1)
+def function_words() -> frozenset[str]:
+    """NLTK's English stop words as bm25s ships them: the words a decoded query may repeat (the
+    natural decoder's no-repeat rule and word constraint exempt exactly these; its shipped outputs
+    were decoded with this list, so it stays separate from the longer ``stopwords``)."""
+    try:
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
+    except ImportError:  # a bare GPU training machine may lack bm25s; decoding here always has it
+        return frozenset()
+    return frozenset(STOPWORDS_EN_PLUS)
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """``function_words`` plus words glosses use as connectives ("used", "especially", "e.g."): what
+    content-word counts, copy baselines and pseudo-queries skip."""
+    return function_words() | {"used", "usually", "especially", "esp", "etc", "also", "often", "something",
+                               "someone", "one", "may", "e", "g", "eg", "ie"}
+
+
 def content_words(text: str) -> list[str]:
     """Words of ``text`` that carry content: not stop words, not single letters, not numbers."""
-    from eqi_core.decoder.train import stopwords
-
     stop = stopwords()
     return [w for w in words(text) if w not in stop and len(w) > 1 and not w.isdigit()]
 

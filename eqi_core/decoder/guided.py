@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqi_core.decoder.base import Candidate, as_matrix, dedupe, words
+from eqi_core.decoder.base import Candidate, as_matrix, dedupe, stopwords, words
 from eqi_core.rankers.dense import exact_topk
 
 
@@ -72,8 +72,6 @@ class GuidedDecoder:
         return self.encoder.encode(texts, batch_size=256) @ target
 
     def word_pool(self, target: np.ndarray, near_q: list[str], near_p: list[str]) -> list[str]:
-        from eqi_core.decoder.train import stopwords
-
         stop = stopwords()
         raw = self.base.first_tokens(target, 12) + [w for t in near_q for w in words(t)] + \
             [w for t in near_p for w in words(t)]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, words
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, function_words, words
 from eqi_core.decoder.bert import ARCH, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, token_specials
@@ -284,7 +284,7 @@ class NaturalDecoderModel:
         self.encoder_id = model.cfg.encoder_id
         vocab = tok.get_vocab()
         out = model.out_ids.tolist()
-        stop = _stopwords()
+        stop = function_words()
         self.first_banned = torch.tensor([j for j, i in enumerate(out) if (tok.id_to_token(i) or "").startswith("##")],
                                          dtype=torch.long)
         no_repeat = torch.zeros(len(out), dtype=torch.bool)
@@ -340,13 +340,6 @@ class NaturalDecoderModel:
         return [[self.text(ids) for ids in row] for row in rows]
 
 
-def _stopwords() -> frozenset[str]:
-    try:
-        from bm25s.stopwords import STOPWORDS_EN_PLUS
-
-        return frozenset(STOPWORDS_EN_PLUS)
-    except ImportError:  # the training machine may lack bm25s; decoding here always has it
-        return frozenset()
 
 
 def read_natural_card(folder: Path) -> dict:

@@ -10,14 +10,13 @@ import hashlib
 import math
 import time
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from eqi_core.collection import Collection
-from eqi_core.decoder.base import words
+from eqi_core.decoder.base import stopwords, words
 from eqi_core.decoder.neural import (
     DecoderConfig,
     NeuralDecoder,
@@ -32,15 +31,6 @@ from eqi_core.progress import ProgressFn, or_tqdm
 from eqi_core.store import ArtifactStore, atomic_path
 
 DECODER_VERSION = 1
-
-
-@lru_cache(maxsize=1)
-def stopwords() -> frozenset[str]:
-    """NLTK's English list as bm25s ships it, plus words glosses use as connectives."""
-    from bm25s.stopwords import STOPWORDS_EN_PLUS
-
-    return frozenset(STOPWORDS_EN_PLUS) | {"used", "usually", "especially", "esp", "etc", "also", "often", "something",
-                                           "someone", "one", "may", "e", "g", "eg", "ie"}
 
 
 def require(checks: list[tuple[bool, str]]) -> None:

@@ -105,8 +105,7 @@ def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, 
 
 def copy_query(text: str, k: int = 3) -> str:
     """The trivial baseline with the same access: the passage's first ``k`` content words."""
-    from eqi_core.decoder.base import words
-    from eqi_core.decoder.train import stopwords
+    from eqi_core.decoder.base import stopwords, words
 
     stop = stopwords()
     return " ".join([w for w in words(text) if w not in stop and len(w) > 1][:k])

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from eqi_core.decoder.base import words
+from eqi_core.decoder.base import stopwords, words
 from eqi_core.decoder.traversal import check_query
 
 CUTOFFS = (1, 3, 5, 10)
@@ -38,8 +38,6 @@ def collection_model(collection) -> tuple[Counter, int]:
 
 def rm3_terms(query: str, feedback: list[str], collection, n: int = 10, mu: float = 2500.0) -> list[tuple[str, float]]:
     """The ``n`` best expansion terms (not stop words, not already in the query) with P(w|R)."""
-    from eqi_core.decoder.train import stopwords
-
     counts, total = collection_model(collection)
     floor = 1.0 / (total + len(counts) + 1)
     q_words = words(query)
