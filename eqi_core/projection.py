@@ -109,10 +109,6 @@ class Projection:
     points: pd.DataFrame
     model: object
 
-    def place(self, emb: np.ndarray) -> np.ndarray:
-        """2-D coordinates of new points on the fitted map."""
-        return self.model.transform(np.asarray(emb, dtype=np.float32))
-
 
 def _key(emb: np.ndarray, params: tuple) -> str:
     return hashlib.sha256(np.ascontiguousarray(emb, dtype=np.float32).tobytes() + repr(params).encode()).hexdigest()
@@ -147,8 +143,10 @@ def fit_map(emb: np.ndarray, labels: pd.DataFrame, n_neighbors: int = 10, min_di
 
 def trajectory_map(space, trav, k: int = 10, n_queries: int = 15) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The map around a traversal: fitted on the query, the target, the top-``k`` passages of
-    each, and the ``n_queries`` logged queries nearest the query and the target; the decoded
-    steps are placed with ``.transform``. Returns (neighbourhood frame, path frame), both with x, y."""
+    each, the ``n_queries`` logged queries nearest the query and the target, and the decoded steps
+    themselves, so every point drawn comes from the same fit (UMAP's ``.transform`` of a step
+    identical to the query put it far from the query's own fitted point). Returns (neighbourhood
+    frame, path frame), both with x, y."""
     from eqi_core.rankers.dense import exact_topk
 
     texts = space.collection.passage_texts()
@@ -174,7 +172,21 @@ def trajectory_map(space, trav, k: int = 10, n_queries: int = 15) -> tuple[pd.Da
             seen_q.add(hood.query_texts[j].lower())
             rows.append({"kind": "nearby logged queries", "label": hood.query_texts[j], "id": ""})
             emb.append(hood.query_emb[j])
-    proj = fit_map(np.stack(emb), pd.DataFrame(rows))
-    xy = proj.place(trav.decoded_emb)
-    path = trav.steps.assign(x=xy[:, 0], y=xy[:, 1])
-    return proj.points, path
+    n_base = len(emb)
+    steps_emb = np.asarray(trav.decoded_emb, dtype=np.float32).reshape(len(trav.steps), -1)
+    every = np.concatenate([np.stack(emb).astype(np.float32), steps_emb])
+    first = _first_of_equal(every)  # a step decoding the query again is drawn on the query's point
+    fitted = np.unique(first)
+    labels = pd.DataFrame(rows + [{"kind": "decoded step", "label": t, "id": ""} for t in trav.steps["decoded"]])
+    proj = fit_map(every[fitted], labels.iloc[fitted])
+    xy = proj.points[["x", "y"]].to_numpy()[np.searchsorted(fitted, first)]
+    points = labels.iloc[:n_base].assign(x=xy[:n_base, 0], y=xy[:n_base, 1]).reset_index(drop=True)
+    return points, trav.steps.assign(x=xy[n_base:, 0], y=xy[n_base:, 1])
+
+
+def _first_of_equal(emb: np.ndarray, tol: float = 1e-6) -> np.ndarray:
+    """For each row, the first row with the same direction (cosine >= 1 - tol): UMAP spreads exact
+    duplicates apart (its repulsion), so equal vectors are fitted once and share that point."""
+    unit = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    same = unit @ unit.T >= 1 - tol
+    return same.argmax(axis=1)  # the first True in each row (a row always matches itself)

@@ -248,6 +248,26 @@ def test_training_resumes_to_the_same_weights(tiny, tmp_path):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=n)
 
 
+def test_a_step_that_decodes_the_query_again_is_drawn_on_the_query(tiny_space):
+    """Every point of the map comes from one fit, and equal vectors share one point: a step whose
+    text is the query (its embedding equal to the query's) sits on the query's marker, where
+    UMAP's .transform had put it far away."""
+    import dataclasses
+
+    from eqi_core.decoder.traversal import traverse
+    from eqi_core.projection import _first_of_equal, trajectory_map
+
+    assert _first_of_equal(np.array([[1.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 1.0], [1.0, 1.0]])).tolist() == [0, 1, 0, 1, 4]
+    space, _, _ = tiny_space
+    trav = traverse(space, "river bank", space.gold_passage("q1"), steps=3, decoder="decoder")
+    emb = trav.decoded_emb.copy()
+    emb[0] = emb[1] = trav.query_emb
+    points, path = trajectory_map(space, dataclasses.replace(trav, decoded_emb=emb), k=3, n_queries=3)
+    query_xy = points.loc[points["kind"] == "query", ["x", "y"]].to_numpy()[0]
+    np.testing.assert_array_equal(path[["x", "y"]].to_numpy()[:2], [query_xy, query_xy])
+    assert "decoded step" not in set(points["kind"]) and len(path) == 4
+
+
 def test_projection_and_figures(tiny_space):
     from eqi_core.decoder.traversal import traverse
     from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
