@@ -43,6 +43,9 @@ class BM25Ranker:
         kind, params = cls.artifact(collection, k1, b)
 
         def build(tmp: Path) -> dict:
+            n = len(collection.passages)  # bm25s indexes in one call: reported as started, then done
+            if progress:
+                progress(0, n)
             tok = make_tokenizer()
             ids = tok.tokenize(collection.passage_texts(), return_as="ids", show_progress=progress is None)
             retriever = bm25s.BM25(k1=k1, b=b)
@@ -51,7 +54,7 @@ class BM25Ranker:
             tok.save_vocab(str(tmp / "index"))
             tok.save_stopwords(str(tmp / "index"))
             if progress:
-                progress(1, 1)
+                progress(n, n)
             return {"vocabulary": len(tok.get_vocab_dict())}
 
         art = store.get_or_build(kind, params, build, sources=[f"collection:{collection.fingerprint}"])
