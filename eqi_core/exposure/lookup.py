@@ -70,6 +70,21 @@ def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: i
     return frame
 
 
+def truncation_notes(setup: ExposureSetup, passage_text: str) -> list[str]:
+    """A note when the dense encoder reads only the start of the passage: an auditor should know
+    that the rest of the text cannot change its dense exposure."""
+    count = getattr(setup.encoder, "word_pieces", None)
+    if count is None:
+        return []
+    pieces, limit = count(passage_text)
+    if pieces <= limit:
+        return []
+    same_encoder = setup.ranker_id == setup.encoder.id  # the ranker is this encoder
+    return [f"{setup.encoder.id} reads only the first {limit:,} of this passage's {pieces:,} word pieces: "
+            f"{'the ranker and ' if same_encoder else ''}the dense methods (dense-reverse, the learned heads) "
+            f"ignore the rest of the text"]
+
+
 def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,
                      doc_id: str | None = None, text: str | None = None) -> PassageExposure:
     """Exposing queries of one passage: exact (when known) and from each method, with RELQ per spec."""
@@ -86,6 +101,8 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
     else:
         passage_text = validate_text(text)
         emb = setup.encoder.encode([passage_text])[0]
+    notes.extend(truncation_notes(setup, passage_text))
+    if doc_id is None:
         if ranker_spec(setup.ranker_id).family == "dense":
             exact = exact_for_new_text(setup, emb, n_qd)
         else:

@@ -57,6 +57,16 @@ def test_lookup_by_id_and_pasted_text(setup):
     assert ((merged["rank_pasted"] - merged["rank_stored"]).between(0, 1)).all()
 
 
+def test_a_passage_longer_than_the_encoder_reads_says_so(setup):
+    """MiniLM-L3 reads 128 word pieces: an auditor is told that the rest cannot change dense exposure."""
+    methods = {"dense": setup.dense_reverse()}
+    short = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text="a bank of a river")
+    assert not any("word pieces" in n for n in short.notes)
+    long = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text="river bank " * 100)
+    assert ("minilm-l3-onnx reads only the first 128 of this passage's 202 word pieces: the ranker and the dense "
+            "methods (dense-reverse, the learned heads) ignore the rest of the text") in long.notes
+
+
 @pytest.mark.parametrize("kwargs,message", [
     (dict(text=""), "the passage is empty"),
     (dict(text="x" * 1_000_001), "at most 100,000"),
