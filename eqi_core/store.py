@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,10 +49,18 @@ def default_home() -> Path:
 def use_numba_cache() -> None:
     """Keep numba's compiled kernels in the store (``NUMBA_CACHE_DIR``), so later processes start warm.
 
-    Read when numba is imported: call it before the first ``import numba`` (umap, the top-k kernel)."""
+    numba reads the variable when it is imported, and ``import bm25s`` imports numba long before the
+    first kernel is compiled; numba then fell back to ``__pycache__`` beside our sources, where the
+    dashboard's warm-up child (which compiles into the store) never looked. So where numba is loaded
+    already, its setting is set too: it is read when each ``cache=True`` function is decorated."""
     path = default_home() / "numba-cache"
     path.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("NUMBA_CACHE_DIR", str(path))
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        if not config.CACHE_DIR:
+            config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 
 def params_key(kind: str, params: dict[str, Any]) -> str:

@@ -25,3 +25,18 @@ def test_the_child_exits_when_its_parent_is_gone():
     while _alive(pid) and time.time() < deadline:
         time.sleep(0.2)
     assert not _alive(pid), "the child kept running after its parent exited"
+
+
+def test_kernels_are_cached_in_the_store_even_when_numba_was_imported_first(tmp_path):
+    """`import bm25s` loads numba before any kernel: the cache must still go to the store, where the
+    warm-up child puts it, not to __pycache__ beside the sources."""
+    code = ("import bm25s, sys; assert 'numba' in sys.modules; "
+            "from eqi_core.rankers.topk import warm_up; warm_up(); "
+            "from numba.core import config; print(config.CACHE_DIR)")
+    env = {**os.environ, "EQI_HOME": str(tmp_path)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "numba-cache")
+    cached = {p.name.split("-")[0] for p in (tmp_path / "numba-cache").rglob("*.nbi")}
+    assert {"topk._select_rows", "topk._rescore"} <= cached, cached
