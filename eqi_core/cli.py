@@ -74,11 +74,27 @@ def collections_list() -> None:
 
 
 @collections_app.command("inspect")
-def collections_inspect(spec: str = typer.Argument(DEFAULT_SPEC, help="collection spec")) -> None:
+def collections_inspect(
+    spec: str = typer.Argument(DEFAULT_SPEC, help="collection spec"),
+    encoder: str | None = typer.Option(None, "--encoder", "-e", help="also count the passages longer than this "
+                                       "dense encoder reads (e.g. minilm-l6)"),
+) -> None:
     """Counts, fingerprint and data notes of one collection."""
-    c = _load(spec, _store())
+    from eqi_core.encoders import cut_note
+    from eqi_core.rankers.dense import passages_cut
+
+    store = _store()
+    c = _load(spec, store)
     for key, value in c.stats().items():
         typer.echo(f"{key:26s} {value}")
+    if encoder is not None:
+        if ranker_spec(encoder).family != "dense":
+            raise DataError(f"--encoder {encoder}: expected a dense encoder, e.g. minilm-l6")
+        cut = passages_cut(c, load_encoder(encoder), store)
+        typer.echo(f"{'passages_cut_by_' + encoder:26s} {cut['cut']} (of {cut['of']}; limit {cut['limit']} word pieces)")
+        note = cut_note(cut)
+        if note:
+            typer.echo(f"note: {note}")
     for note in c.notes:
         typer.echo(f"note: {note}")
 

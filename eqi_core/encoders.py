@@ -77,6 +77,26 @@ def encode_in_chunks(
     return out
 
 
+def cut_passages(encoder, texts: Sequence[str]) -> dict | None:
+    """How many texts are longer than ``encoder`` reads (only their start counts for it), or None for
+    an encoder that cannot count its word pieces (BM25 reads everything)."""
+    if not hasattr(encoder, "word_pieces"):
+        return None
+    pieces = encoder.word_pieces(texts) if len(texts) else np.zeros(0, dtype=np.int64)
+    cut = int((pieces > encoder.max_pieces).sum())
+    return {"encoder": encoder.id, "limit": encoder.max_pieces, "cut": cut, "of": len(texts),
+            "median_pieces": int(np.median(pieces)) if len(pieces) else 0}
+
+
+def cut_note(stats: dict | None) -> str | None:
+    """One sentence for a collection's page and ``eqi collections inspect``."""
+    if not stats or not stats["cut"]:
+        return None
+    return (f"{stats['encoder']} reads at most {stats['limit']:,} word pieces: {stats['cut']:,} of {stats['of']:,} "
+            f"passages ({stats['cut'] / stats['of']:.0%}) are longer (median {stats['median_pieces']:,}), and only "
+            f"their start counts for it")
+
+
 def l2_normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -112,11 +132,16 @@ class SentenceTransformerEncoder:
             self._session, self._tokenizer = onnx_session(self.model, self.path)
             self.backend = ONNX_BACKEND
 
-    def word_pieces(self, text: str) -> tuple[int, int]:
-        """(word pieces of ``text`` with the special tokens, the most this encoder reads): beyond the
-        limit a text is cut, silently, as every transformer encoder does."""
-        tok = self.model.tokenizer
-        return len(tok(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]), int(self.model.max_seq_length)
+    @property
+    def max_pieces(self) -> int:
+        """The most word pieces (special tokens included) this encoder reads; the rest is cut."""
+        return int(self.model.max_seq_length)
+
+    def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
+        """Word pieces of each text with the special tokens, uncut: beyond ``max_pieces`` a text is
+        cut, silently, as every transformer encoder does."""
+        enc = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
+        return np.array([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
 
     def _encode_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._session is not None:
@@ -234,8 +259,12 @@ class OnnxMeanPoolEncoder:
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self.dim = int(next(o.shape[-1] for o in self.session.get_outputs() if o.name == self.output_name))
 
-    def word_pieces(self, text: str) -> tuple[int, int]:
-        """(word pieces of ``text`` with the special tokens, the most this encoder reads)."""
+    @property
+    def max_pieces(self) -> int:
+        return self.max_length
+
+    def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
+        """Word pieces of each text with the special tokens, uncut."""
         counter = getattr(self, "_counter", None)
         if counter is None:  # a copy, made once: the encoding tokenizer stays truncating (and thread-safe)
             from tokenizers import Tokenizer
@@ -244,7 +273,7 @@ class OnnxMeanPoolEncoder:
             counter.no_truncation()
             counter.no_padding()
             self._counter = counter
-        return len(counter.encode(text).ids), self.max_length
+        return np.array([len(e.ids) for e in counter.encode_batch(list(texts))], dtype=np.int64)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         enc = self.tokenizer.encode_batch(texts)

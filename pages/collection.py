@@ -1,12 +1,13 @@
 """Collection page: counts, length distributions, a passage/query browser and a live search box."""
 import streamlit as st
 
+from eqi_core.encoders import cut_note
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.rankers import ranker_spec
 from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker
+from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
 from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state
 
@@ -104,6 +105,12 @@ left.plotly_chart(length_distributions(word_counts(collection.passages["text"]),
                   key="length_figure")
 if len(collection.qrels):
     right.plotly_chart(grade_distribution(collection.qrels), key="grade_figure")
+if ranker is not None and hasattr(ranker, "encoder"):  # a dense ranker reads only the start of long passages
+    from eqi_core.rankers.dense import passages_cut  # here: torch loads only with a dense ranker
+
+    cut = cut_note(passages_cut(collection, ranker.encoder, get_store()))
+    if cut:
+        st.caption(cut)
 
 st.subheader("Browse")
 passages_tab, queries_tab = st.tabs(["Passages", "Queries"])

@@ -73,10 +73,9 @@ def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: i
 def truncation_notes(setup: ExposureSetup, passage_text: str) -> list[str]:
     """A note when the dense encoder reads only the start of the passage: an auditor should know
     that the rest of the text cannot change its dense exposure."""
-    count = getattr(setup.encoder, "word_pieces", None)
-    if count is None:
+    if not hasattr(setup.encoder, "word_pieces"):
         return []
-    pieces, limit = count(passage_text)
+    pieces, limit = int(setup.encoder.word_pieces([passage_text])[0]), setup.encoder.max_pieces
     if pieces <= limit:
         return []
     same_encoder = setup.ranker_id == setup.encoder.id  # the ranker is this encoder

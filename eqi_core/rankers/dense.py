@@ -176,6 +176,25 @@ class InnerProductIndex:
         return out_s, out_i
 
 
+def passages_cut(collection: Collection, encoder: Encoder, store: ArtifactStore) -> dict | None:
+    """How many of the collection's passages are longer than ``encoder`` reads (``cut_passages``),
+    counted once per collection and encoder (seconds for SciFact's 5k abstracts) and kept in the store."""
+    import json
+
+    from eqi_core.encoders import cut_passages
+
+    if not hasattr(encoder, "word_pieces"):
+        return None
+
+    def build(tmp: Path) -> dict:
+        (tmp / "cut.json").write_text(json.dumps(cut_passages(encoder, collection.passage_texts())))
+        return {}
+
+    art = store.get_or_build("passages-cut", {"collection": collection.fingerprint, "encoder": encoder.id,
+                                              "limit": encoder.max_pieces}, build)
+    return json.loads(art.file("cut.json").read_text())
+
+
 def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:
     """(kind, params) of stored embeddings: what was encoded (``params``), by which encoder and which
     code path (e.g. onnxruntime on an fp32 export), and the digest of shipped vectors where those are used."""

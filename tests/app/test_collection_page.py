@@ -72,3 +72,29 @@ def test_a_stale_address_sent_back_by_the_browser_does_not_switch_back(app):
     assert app.title[0].value == "tiny_beir"
     assert sidebar_select(app, "Collection").value == f"beir:{TINY_BEIR}"
     assert app.text_input(key="search_query").value == "river bank"
+
+
+def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch, tmp_path):
+    """MiniLM-L3 reads 128 word pieces: a collection with a 300-word passage says so under a dense
+    ranker (and says nothing under BM25, which reads everything)."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP
+
+    folder = tmp_path / "long_docs"
+    folder.mkdir()
+    docs = [{"_id": "p1", "title": "", "text": "river bank " * 150}, {"_id": "p2", "title": "", "text": "piano keys"},
+            {"_id": "p3", "title": "", "text": "savings account at a bank"}]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "river"}) + "\n")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
+    app = AppTest.from_file(APP, default_timeout=600)
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{folder}").run()
+    assert not app.exception and not any("word pieces" in c.value for c in app.caption)
+    sidebar_select(app, "Ranker").set_value("minilm-l3-onnx").run()
+    assert not app.exception
+    assert any(c.value.startswith("minilm-l3-onnx reads at most 128 word pieces: 1 of 3 passages (33%) are longer")
+               for c in app.caption)

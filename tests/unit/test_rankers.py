@@ -186,6 +186,38 @@ def test_default_encoder_runs_an_onnx_export_of_the_same_weights():
     assert np.abs(ours - reference).max() < 1e-5
     assert embeddings_artifact("minilm-l6", {"field": "passages"})[1]["path"] == "onnxruntime-fp32-export"
     assert "path" not in embeddings_artifact("minilm-l3-onnx", {"field": "passages"})[1]
+    # what it reads: 256 word pieces; "x " * 400 has 400 + [CLS] + [SEP]
+    assert enc.max_pieces == 256 and enc.word_pieces(texts).tolist()[::3] == [3, 402]
+
+
+class _CountingEncoder:
+    """Word pieces = words + 2, a limit of 5: passages of 4+ words are cut."""
+
+    id, max_pieces, calls = "fake", 5, 0
+
+    def word_pieces(self, texts):
+        _CountingEncoder.calls += 1
+        return np.array([len(t.split()) + 2 for t in texts])
+
+
+def test_passages_cut_counted_once_per_collection_and_encoder(tmp_path):
+    from eqi_core.encoders import cut_note, cut_passages
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers.dense import passages_cut
+    from eqi_core.store import ArtifactStore
+    from tests.conftest import TINY_BEIR
+
+    stats = cut_passages(_CountingEncoder(), ["a b c d", "a", "a b c d e f", "a b"])
+    assert stats == {"encoder": "fake", "limit": 5, "cut": 2, "of": 4, "median_pieces": 5}
+    assert cut_note(stats) == ("fake reads at most 5 word pieces: 2 of 4 passages (50%) are longer (median 5), "
+                               "and only their start counts for it")
+    assert cut_note({**stats, "cut": 0}) is None and cut_passages(object(), ["a"]) is None
+    collection, store = load_collection(f"beir:{TINY_BEIR}"), ArtifactStore(tmp_path)
+    _CountingEncoder.calls = 0
+    first = passages_cut(collection, _CountingEncoder(), store)
+    assert passages_cut(collection, _CountingEncoder(), store) == first and _CountingEncoder.calls == 1
+    lengths = np.array([len(t.split()) + 2 for t in collection.passage_texts()])
+    assert first["cut"] == int((lengths > 5).sum()) and first["of"] == len(collection.passages)
 
 
 def _unit(x):
