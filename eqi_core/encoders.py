@@ -317,6 +317,15 @@ class SpladeEncoder:
         self.tokenizer = self.model.tokenizer
         self.vocab_size = int(self.model.get_embedding_dimension())
 
+    @property
+    def max_pieces(self) -> int:
+        return self.max_length
+
+    def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
+        """Word pieces of each text with the special tokens, uncut (SPLADE reads ``max_pieces``)."""
+        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
+        return np.array([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
+
     def encode_sparse(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None):
         """A scipy CSR matrix (len(texts) x vocab) of term weights, rows in input order."""
         import scipy.sparse as sp
