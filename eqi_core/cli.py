@@ -77,7 +77,7 @@ def collections_list() -> None:
 def collections_inspect(
     spec: str = typer.Argument(DEFAULT_SPEC, help="collection spec"),
     encoder: str | None = typer.Option(None, "--encoder", "-e", help="also count the passages longer than this "
-                                       "dense encoder reads (e.g. minilm-l6)"),
+                                       "encoder reads (minilm-l6, minilm-l3-onnx, splade-tiny)"),
 ) -> None:
     """Counts, fingerprint and data notes of one collection."""
     from eqi_core.encoders import cut_note
@@ -88,9 +88,10 @@ def collections_inspect(
     for key, value in c.stats().items():
         typer.echo(f"{key:26s} {value}")
     if encoder is not None:
-        if ranker_spec(encoder).family != "dense":
-            raise DataError(f"--encoder {encoder}: expected a dense encoder, e.g. minilm-l6")
-        cut = passages_cut(c, load_encoder(encoder), store)
+        cut = passages_cut(c, load_encoder(encoder), store)  # an unknown id: load_encoder's one line
+        if cut is None:
+            raise DataError(f"--encoder {encoder}: expected a transformer encoder (minilm-l6, minilm-l3-onnx, "
+                            "splade-tiny); BM25 reads every word")
         typer.echo(f"{'passages_cut_by_' + encoder:26s} {cut['cut']} (of {cut['of']}; limit {cut['limit']} word pieces)")
         note = cut_note(cut)
         if note:
