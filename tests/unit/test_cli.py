@@ -23,6 +23,8 @@ def test_inspect_and_list():
     out = runner.invoke(app, ["collections", "inspect", TINY]).output
     assert "passages                   12" in out and "fingerprint" in out
     assert "wordnet:full" in runner.invoke(app, ["collections", "list"]).output
+    with_encoder = runner.invoke(app, ["collections", "inspect", TINY, "-e", "minilm-l3-onnx"]).output
+    assert "passages_cut_by_minilm-l3-onnx 0 (of 12; limit 128 word pieces)" in with_encoder
 
 
 def test_search_shows_grades():
