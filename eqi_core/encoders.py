@@ -97,6 +97,12 @@ def cut_note(stats: dict | None) -> str | None:
             f"their start counts for it")
 
 
+def _hf_word_pieces(tokenizer, texts: Sequence[str]) -> np.ndarray:
+    """A transformers tokenizer's word pieces per text, special tokens included, without cutting."""
+    enc = tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
+    return np.array([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
+
+
 def l2_normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -140,8 +146,7 @@ class SentenceTransformerEncoder:
     def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
         """Word pieces of each text with the special tokens, uncut: beyond ``max_pieces`` a text is
         cut, silently, as every transformer encoder does."""
-        enc = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
-        return np.array([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
+        return _hf_word_pieces(self.model.tokenizer, texts)
 
     def _encode_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._session is not None:
@@ -323,8 +328,7 @@ class SpladeEncoder:
 
     def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
         """Word pieces of each text with the special tokens, uncut (SPLADE reads ``max_pieces``)."""
-        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
-        return np.array([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
+        return _hf_word_pieces(self.tokenizer, texts)
 
     def encode_sparse(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None):
         """A scipy CSR matrix (len(texts) x vocab) of term weights, rows in input order."""
