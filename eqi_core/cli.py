@@ -80,8 +80,7 @@ def collections_inspect(
                                        "encoder reads (minilm-l6, minilm-l3-onnx, splade-tiny)"),
 ) -> None:
     """Counts, fingerprint and data notes of one collection."""
-    from eqi_core.encoders import cut_note
-    from eqi_core.rankers.dense import passages_cut
+    from eqi_core.encoders import cut_note, passages_cut
 
     store = _store()
     c = _load(spec, store)
@@ -90,8 +89,7 @@ def collections_inspect(
     if encoder is not None:
         cut = passages_cut(c, load_encoder(encoder), store)  # an unknown id: load_encoder's one line
         if cut is None:
-            raise DataError(f"--encoder {encoder}: expected a transformer encoder (minilm-l6, minilm-l3-onnx, "
-                            "splade-tiny); BM25 reads every word")
+            raise DataError(f"--encoder {encoder}: this encoder cannot count its word pieces")
         typer.echo(f"{'passages_cut_by_' + encoder:26s} {cut['cut']} (of {cut['of']}; limit {cut['limit']} word pieces)")
         note = cut_note(cut)
         if note:

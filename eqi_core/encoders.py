@@ -7,11 +7,12 @@ is reported per chunk so that the CLI (tqdm) and pages (st.progress) can show it
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -20,6 +21,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from eqi_core.progress import ProgressFn
+
+if TYPE_CHECKING:
+    from eqi_core.store import ArtifactStore
 
 CHUNK = 1024  # texts per progress report (the batches inside a chunk depend on it: changing it moves vectors' last bits)
 
@@ -86,6 +90,21 @@ def cut_passages(encoder, texts: Sequence[str]) -> dict | None:
     cut = int((pieces > encoder.max_pieces).sum())
     return {"encoder": encoder.id, "limit": encoder.max_pieces, "cut": cut, "of": len(texts),
             "median_pieces": int(np.median(pieces)) if len(pieces) else 0}
+
+
+def passages_cut(collection, encoder, store: ArtifactStore) -> dict | None:
+    """How many of the collection's passages are longer than ``encoder`` reads (``cut_passages``),
+    counted once per collection and encoder (seconds for SciFact's 5k abstracts) and kept in the store."""
+    if not hasattr(encoder, "word_pieces"):
+        return None
+
+    def build(tmp: Path) -> dict:
+        (tmp / "cut.json").write_text(json.dumps(cut_passages(encoder, collection.passage_texts())))
+        return {}
+
+    art = store.get_or_build("passages-cut", {"collection": collection.fingerprint, "encoder": encoder.id,
+                                              "limit": encoder.max_pieces}, build)
+    return json.loads(art.file("cut.json").read_text())
 
 
 def cut_note(stats: dict | None) -> str | None:

@@ -1,7 +1,7 @@
 """Collection page: counts, length distributions, a passage/query browser and a live search box."""
 import streamlit as st
 
-from eqi_core.encoders import cut_note
+from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results
 from eqi_core.loaders.registry import web_log_demo
@@ -106,8 +106,6 @@ left.plotly_chart(length_distributions(word_counts(collection.passages["text"]),
 if len(collection.qrels):
     right.plotly_chart(grade_distribution(collection.qrels), key="grade_figure")
 if ranker is not None and hasattr(ranker, "encoder"):  # a dense ranker reads only the start of long passages
-    from eqi_core.rankers.dense import passages_cut  # here: torch loads only with a dense ranker
-
     cut = cut_note(passages_cut(collection, ranker.encoder, get_store()))
     if cut:
         st.caption(cut)

@@ -46,6 +46,14 @@ class ColumnBlocks:
         return sum(b.nbytes for b in self.blocks)
 
 
+def kept_columns(kept: ColumnBlocks | None, n_queries: int, docs: np.ndarray) -> ColumnBlocks | None:
+    """``kept``, or ``docs`` laid out now, once, when a search of ``n_queries`` takes the fused path:
+    for holders of fixed vectors searched again and again (a dense ranker, the log index)."""
+    if kept is None and n_queries * len(docs) >= KERNEL_MIN_SCORES:
+        return ColumnBlocks.of(docs)
+    return kept
+
+
 def _doc_block(n_d: int, k: int, block_bytes: int) -> int:
     """Passages per GEMM block of the fused path (score buffer of SELECT_ROWS rows within block_bytes)."""
     return max(k, min(n_d, block_bytes // 4 // SELECT_ROWS))
@@ -145,12 +153,6 @@ class InnerProductIndex:
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def columns(self, n_probes: int) -> ColumnBlocks | None:
-        """The vectors as GEMM columns, laid out once, when a search of ``n_probes`` takes the fused path."""
-        if self._columns is None and n_probes * len(self.vectors) >= KERNEL_MIN_SCORES:
-            self._columns = ColumnBlocks.of(self.vectors)
-        return self._columns
-
     def margin(self, probe: np.ndarray) -> float:
         """Upper bound on |fp16 score - fp32 score| for this probe against any stored vector."""
         d = self.vectors.shape[1]
@@ -162,7 +164,8 @@ class InnerProductIndex:
         probes = np.ascontiguousarray(np.atleast_2d(probes), dtype=np.float32)
         k = min(k, len(self.vectors))
         if self._half is None or len(probes) > FEW_PROBES or k == 0 or not np.isfinite(probes).all():
-            return exact_topk(probes, self.vectors, k, columns=self.columns(len(probes)))
+            self._columns = kept_columns(self._columns, len(probes), self.vectors)
+            return exact_topk(probes, self.vectors, k, columns=self._columns)
         out_s = np.empty((len(probes), k), dtype=np.float32)
         out_i = np.empty((len(probes), k), dtype=np.int64)
         with torch.inference_mode():
@@ -174,25 +177,6 @@ class InnerProductIndex:
                 best = np.argsort(-exact, kind="stable")[:k]
                 out_s[row], out_i[row] = exact[best], candidates[best]
         return out_s, out_i
-
-
-def passages_cut(collection: Collection, encoder: Encoder, store: ArtifactStore) -> dict | None:
-    """How many of the collection's passages are longer than ``encoder`` reads (``cut_passages``),
-    counted once per collection and encoder (seconds for SciFact's 5k abstracts) and kept in the store."""
-    import json
-
-    from eqi_core.encoders import cut_passages
-
-    if not hasattr(encoder, "word_pieces"):
-        return None
-
-    def build(tmp: Path) -> dict:
-        (tmp / "cut.json").write_text(json.dumps(cut_passages(encoder, collection.passage_texts())))
-        return {}
-
-    art = store.get_or_build("passages-cut", {"collection": collection.fingerprint, "encoder": encoder.id,
-                                              "limit": encoder.max_pieces}, build)
-    return json.loads(art.file("cut.json").read_text())
 
 
 def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:
@@ -282,7 +266,6 @@ class DenseRanker:
 
     def search_embeddings(self, qids: list[str], query_embeddings: np.ndarray, k: int = 100,
                           progress: ProgressFn | None = None) -> Run:
-        if self._columns is None and len(query_embeddings) * len(self.doc_embeddings) >= KERNEL_MIN_SCORES:
-            self._columns = ColumnBlocks.of(self.doc_embeddings)  # once: this ranker searches the same passages again
+        self._columns = kept_columns(self._columns, len(query_embeddings), self.doc_embeddings)
         scores, idx = exact_topk(query_embeddings, self.doc_embeddings, k, progress=progress, columns=self._columns)
         return Run.from_topk(self.name, qids, self.doc_ids, idx, scores, {"ranker": self.id})

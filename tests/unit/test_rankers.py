@@ -201,9 +201,8 @@ class _CountingEncoder:
 
 
 def test_passages_cut_counted_once_per_collection_and_encoder(tmp_path):
-    from eqi_core.encoders import cut_note, cut_passages
+    from eqi_core.encoders import cut_note, cut_passages, passages_cut
     from eqi_core.loaders import load_collection
-    from eqi_core.rankers.dense import passages_cut
     from eqi_core.store import ArtifactStore
     from tests.conftest import TINY_BEIR
 
