@@ -125,8 +125,9 @@ if result.exact is not None:
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
     col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
-                  column_config={"rank": st.column_config.NumberColumn("rank", help="the passage's rank for this query; empty = not exposing")})
-    col.download_button("CSV", result.lists[name].to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
+                  column_config={"rank": st.column_config.NumberColumn(
+                      "rank", format="%d", help="the passage's rank for this query; empty = not exposing")})
+    col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
 st.subheader("Queries no log holds yet")

@@ -63,20 +63,26 @@ def check_result_log(run: Run, collection: Collection, depth: int) -> list[str]:
                         f"query log of {collection.name}; expected a run over the log's queries")
     unknown_q = f.loc[~known_q, "query_id"].nunique()
     if unknown_q:
-        notes.append(f"{unknown_q:,} of the run's {f['query_id'].nunique():,} queries are not in the query log: ignored")
-    unknown_d = int((known_q & ~known_d).sum())
+        notes.append(f"{unknown_q:,} of the run's {f['query_id'].nunique():,} queries {_is_are(unknown_q)} not in the query "
+                     "log: ignored")
+    unknown_d = int((known_q & ~known_d & (f["rank"] <= depth)).sum())  # deeper rows are never read
     if unknown_d:
-        notes.append(f"{unknown_d:,} result rows name passages that are not in the collection: ignored")
+        rows = "result row names a passage that is" if unknown_d == 1 else "result rows name passages that are"
+        notes.append(f"{unknown_d:,} {rows} not in the collection (within rank {depth}): ignored")
     used = f[known_q]
     missing = len(collection.queries) - used["query_id"].nunique()
     if missing:
-        notes.append(f"{missing:,} of the log's {len(collection.queries):,} queries have no results in the run: "
-                     "they expose nothing")
+        have = "has no results in the run: it exposes" if missing == 1 else "have no results in the run: they expose"
+        notes.append(f"{missing:,} of the log's {len(collection.queries):,} queries {have} nothing")
     deepest = int(used.groupby("query_id").size().max())
     if deepest < depth:
         notes.append(f"the run lists at most {deepest} results per query, fewer than n_q->d = {depth}: "
                      f"exposure below rank {deepest} is unknown")
     return notes
+
+
+def _is_are(n: int) -> str:
+    return "is" if n == 1 else "are"
 
 
 def load_result_log(ranker_id: str, collection: Collection, depth: int) -> tuple[Run, list[str]]:

@@ -71,7 +71,7 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
     at.slider(key="exp_ndq").set_value(5).run()
     assert not at.exception, at.exception
     infos = " | ".join(i.value for i in at.info)
-    assert "1 of the run's 3 queries are not in the query log" in infos and "at most 2 results per query" in infos
+    assert "1 of the run's 3 queries is not in the query log" in infos and "at most 2 results per query" in infos
     warnings = " | ".join(w.value for w in at.warning)
     assert "n_q->d = 100 is at least the collection's 12 passages" in warnings and "lists 100% of the log's 5" in warnings
     exact = [d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"]][0]
