@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from eqi_core.figures.theme import ranker_colour, style
+from eqi_core.figures.theme import ranker_colours, style
 
 
 def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
@@ -13,9 +13,10 @@ def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
     fig = go.Figure()
     n = len(values)
     x = (np.arange(n) + 1) / n * 100 if n else []
+    colours = ranker_colours(values.columns)
     for r in values.columns:
         fig.add_trace(go.Scatter(x=x, y=np.sort(values[r].to_numpy())[::-1], name=r, mode="lines",
-                                 line=dict(color=ranker_colour(r), width=2),
+                                 line=dict(color=colours[r], width=2),
                                  hovertemplate=f"{r}<br>top %{{x:.0f}}% of queries: {measure} >= %{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text="queries, sorted per ranker (%)")
     fig.update_yaxes(title_text=measure, range=[-0.02, 1.02])
@@ -25,7 +26,8 @@ def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
 def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str) -> go.Figure:
     """Figure 2: per-query difference a - b, sorted; above 0 a is better, below 0 b is better."""
     diff = (values[a] - values[b]).sort_values(ascending=False)
-    colours = np.where(diff > 0, ranker_colour(a), np.where(diff < 0, ranker_colour(b), "#BBBBBB"))
+    pair = ranker_colours([a, b])
+    colours = np.where(diff > 0, pair[a], np.where(diff < 0, pair[b], "#BBBBBB"))
     fig = go.Figure(go.Bar(x=np.arange(len(diff)), y=diff.to_numpy(), marker_color=colours, marker_line_width=0,
                            customdata=diff.index, hovertemplate="query %{customdata}<br>difference %{y:.3f}<extra></extra>"))
     wins, losses, ties = int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())
@@ -52,26 +54,81 @@ def tasc_bars(table: pd.DataFrame) -> go.Figure:
 
 
 def tasc_bubbles(table: pd.DataFrame, agg: str, measure: str, title: str) -> go.Figure:
-    """Figure 4: release date (x) vs TaSC (y); bubble area = mean metric."""
+    """Figure 4: release date (x) vs TaSC (y); bubble area = mean metric; each name placed where it
+    overlaps the fewest other names and bubbles (rankers of the same years crowd together)."""
     t = table.dropna(subset=[f"tasc_{agg}"]).copy()
     t["date"] = pd.to_datetime(t["release"], errors="coerce")
     t = t.sort_values("date")
-    fig = go.Figure()
-    for i, (_, row) in enumerate(t.iterrows()):
-        fig.add_trace(go.Scatter(
-            x=[row["date"]], y=[row[f"tasc_{agg}"]], mode="markers+text", text=[row["ranker"]],
-            textposition="top center" if i % 2 == 0 else "bottom center", name=row["ranker"], showlegend=False,
-            marker=dict(size=10 + 40 * row["mean_metric"], color=ranker_colour(row["ranker"]), opacity=0.7,
-                        line=dict(width=1, color="#333")),
-            hovertemplate=f"{row['ranker']}<br>released {row['release']}<br>TaSC {agg} %{{y:.4f}}"
-                          f"<br>mean {measure} {row['mean_metric']:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="release date")
+    colours = ranker_colours(t["ranker"])
+    sizes = (10 + 40 * t["mean_metric"]).to_numpy()
+    y_range = None
     if len(t):
         lo, hi = t[f"tasc_{agg}"].min(), t[f"tasc_{agg}"].max()
         pad = max(0.05, 0.3 * (hi - lo))
-        fig.update_yaxes(range=[max(0.0, lo - pad), hi + pad])
+        y_range = [max(0.0, lo - pad), hi + pad]
+    days = t["date"].map(lambda d: d.toordinal() if pd.notna(d) else np.nan).to_numpy(dtype=float)
+    spots = label_spots(days, t[f"tasc_{agg}"].to_numpy(dtype=float), sizes, list(t["ranker"]), y_range)
+    fig = go.Figure()
+    for (_, row), size, spot in zip(t.iterrows(), sizes, spots):
+        fig.add_trace(go.Scatter(
+            x=[row["date"]], y=[row[f"tasc_{agg}"]], mode="markers+text", text=[row["ranker"]],
+            textposition=spot, name=row["ranker"], showlegend=False,
+            marker=dict(size=size, color=colours[row["ranker"]], opacity=0.7, line=dict(width=1, color="#333")),
+            hovertemplate=f"{row['ranker']}<br>released {row['release']}<br>TaSC {agg} %{{y:.4f}}"
+                          f"<br>mean {measure} {row['mean_metric']:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="release date")
+    if y_range is not None:
+        fig.update_yaxes(range=y_range)
     fig.update_yaxes(title_text=f"TaSC {agg}")
     return style(fig, title)
+
+
+SPOTS = {"top center": (0, 1), "bottom center": (0, -1), "middle right": (1, 0), "middle left": (-1, 0),
+         "top right": (1, 1), "bottom right": (1, -1), "top left": (-1, 1), "bottom left": (-1, -1)}
+
+
+def label_spots(x: np.ndarray, y: np.ndarray, sizes: np.ndarray, labels: list[str], y_range=None,
+                width_px: float = 900, height_px: float = 230, char_px: float = 7.5, line_px: float = 17) -> list[str]:
+    """A plotly textposition per point: the spot whose label box overlaps the fewest pixels of the
+    other labels, of every bubble and of the plot's edge, chosen point by point and then improved
+    in a few passes over all points. Pixels are estimated for a typical plot area (the figure's
+    width is the browser's); points without a position get 'top center'."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    spots = ["top center"] * len(labels)
+    if not ok.any():
+        return spots
+    x_lo, x_hi = np.nanmin(x[ok]), np.nanmax(x[ok])
+    x_pad = max((x_hi - x_lo) * 0.05, 1.0)
+    y_lo, y_hi = y_range if y_range is not None else (np.nanmin(y[ok]) - 0.05, np.nanmax(y[ok]) + 0.05)
+    px = (x - (x_lo - x_pad)) / (x_hi - x_lo + 2 * x_pad) * width_px
+    py = (y - y_lo) / max(y_hi - y_lo, 1e-9) * height_px
+    radius = sizes / 2
+    points = np.flatnonzero(ok)
+    bubbles = [(px[i] - radius[i], py[i] - radius[i], px[i] + radius[i], py[i] + radius[i]) for i in points]
+
+    def box(i: int, spot: str) -> tuple[float, float, float, float]:
+        dx, dy = SPOTS[spot]
+        w, h = char_px * len(labels[i]), line_px
+        cx, cy = px[i] + dx * (radius[i] + w / 2 + 2), py[i] + dy * (radius[i] + h / 2 + 1)
+        return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+
+    def cost(i: int, spot: str, others: list[tuple[float, float, float, float]]) -> float:
+        b = box(i, spot)
+        area = (b[2] - b[0]) * (b[3] - b[1])
+        outside = area - _overlap(b, (0, 0, width_px, height_px))
+        return sum(_overlap(b, o) for o in others) + sum(_overlap(b, o) for o in bubbles) + 2 * outside
+
+    boxes: dict[int, tuple[float, float, float, float]] = {}
+    for _ in range(3):  # the first pass sees only earlier labels; later ones see all
+        for i in points:
+            others = [b for j, b in boxes.items() if j != i]
+            spots[i] = min(SPOTS, key=lambda s: cost(i, s, others))
+            boxes[i] = box(i, spots[i])
+    return spots
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000) -> go.Figure:

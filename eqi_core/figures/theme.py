@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from eqi_core.rankers.registry import colour_for
+from eqi_core.rankers.registry import PALETTE, colour_for, known
 
 GRADE_COLOURS = {0: "#BAB0AC", 1: "#72B7B2", 2: "#4C78A8", 3: "#2F4B7C"}
 FONT = dict(family="Inter, Helvetica, Arial, sans-serif", size=14)
@@ -12,6 +12,26 @@ FONT = dict(family="Inter, Helvetica, Arial, sans-serif", size=14)
 def ranker_colour(name: str) -> str:
     """The same colour for a ranker on every page (the registry's; a stable hash for other names)."""
     return colour_for(name)
+
+
+def ranker_colours(names) -> dict[str, str]:
+    """Colours for the rankers of one figure, never two alike while the palette lasts: a registered
+    ranker keeps its own; another name (or a second name for the same registered ranker, e.g. a live
+    BM25 beside a BM25 run file) keeps its hash colour unless a ranker drawn beside it has that, and
+    then takes the next free palette colour."""
+    names = list(dict.fromkeys(names))
+    colours: dict[str, str] = {}
+    for name in names:
+        if known(name) is not None and not name.startswith("st:") and colour_for(name) not in colours.values():
+            colours[name] = colour_for(name)
+    used = set(colours.values())
+    for name in sorted(n for n in names if n not in colours):
+        own = colour_for(name)
+        start = PALETTE.index(own) if own in PALETTE else 0
+        free = (PALETTE[(start + i) % len(PALETTE)] for i in range(len(PALETTE)))
+        colours[name] = next((c for c in free if c not in used), own)
+        used.add(colours[name])
+    return {n: colours[n] for n in names}
 
 
 def style(fig: go.Figure, title: str | None = None, height: int = 360) -> go.Figure:

@@ -51,3 +51,32 @@ def test_exports(table):
     assert "\\begin{tabular}" in tex and "dense & 2020-06 & 0.5000 & 0.3125" in tex
     html = figure_html(figs.tasc_bars(table))
     assert "<html>" in html and "<script src=\"http" not in html  # plotly.js inlined: works offline
+
+
+def test_rankers_drawn_together_never_share_a_colour():
+    from eqi_core.figures.theme import ranker_colours
+    from eqi_core.rankers import REGISTRY
+
+    assert len({s.colour for s in REGISTRY}) == len(REGISTRY)  # live MiniLM-L6 was TAS-B's orange
+    live_and_runs = ["bm25", "bm25.dl19", "minilm-l6", "tasb", "splade-tiny", "splade-pp-ed", "my-run", "my-run2"]
+    colours = ranker_colours(live_and_runs)
+    assert len(set(colours.values())) == len(live_and_runs)
+    assert colours["bm25"] == known_colour("bm25") and colours["tasb"] == known_colour("tasb")
+    assert ranker_colours(["my-run"])["my-run"] == ranker_colours(["my-run", "zz"])["my-run"]  # stable when alone
+    fig = figs.sorted_per_query(V.rename(columns={"dense": "tasb", "splade": "minilm-l6"}), "RR@10")
+    assert len({t.line.color for t in fig.data}) == 3
+
+
+def known_colour(name):
+    from eqi_core.rankers import known
+
+    return known(name).colour
+
+
+def test_bubble_labels_move_apart_where_rankers_crowd():
+    import numpy as np
+
+    same_place = figs.label_spots(np.array([0.0, 0.0, 50.0]), np.array([0.5, 0.5, 0.5]), np.array([30.0, 30.0, 30.0]),
+                                  ["splade-pp-ed", "openai-ada2", "alone"], y_range=(0.0, 1.0))
+    assert same_place[0] != same_place[1] and same_place[2] == "top center"
+    assert figs.label_spots(np.array([np.nan]), np.array([0.1]), np.array([20.0]), ["undated"]) == ["top center"]
