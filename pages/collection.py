@@ -46,7 +46,8 @@ if collection.source == "wordnet:20000":
                      icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
 
 demo = web_log_demo()
-if demo:
+if demo and (collection.source == "wordnet:20000" or collection.source.split("#")[0] == demo.split("+log:")[0]):
+    # on the default's page and on TREC DL 2019's own: elsewhere a box about another collection confuses
     with st.container(border=True):
         st.markdown("**A realistic audit: which real web queries expose a passage?** TREC DL 2019 passages searched by "
                     "6,980 MS MARCO queries (Bing searches).")

@@ -20,3 +20,16 @@ def test_dl19_with_the_ms_marco_log_opens_on_the_collection_page(monkeypatch):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Passages"] == "14,581" and metrics["Queries"] == "6,980"
     assert "msmarco-passage-dev-subset.tsv" in at.title[0].value
+    assert any("A realistic audit" in m.value for m in at.markdown)  # its own box, linking its curated passage
+
+
+def test_the_web_log_box_stays_off_other_collections_pages(monkeypatch):
+    shared_dataset("cranfield")
+    shared_dataset("trec-dl19-passage")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(SHARED_DATA))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.query_params["collection"] = f"beir:{SHARED_DATA / 'cranfield'}"
+    at.run()
+    assert not at.exception, at.exception
+    assert {m.label: m.value for m in at.metric}["Passages"] == "1,400"
+    assert not any("A realistic audit" in m.value for m in at.markdown)  # a box about DL19 on Cranfield's page
