@@ -113,6 +113,15 @@ class Collection:
         """The id of a logged query with this text (case and spacing ignored), if any."""
         return self._query_id_by_text.get(" ".join(text.lower().split()))
 
+    def first_view_query(self, curated: str = "") -> str:
+        """The query a page shows before the user types one: ``curated`` where the log holds it; else
+        the first query with judgments (so the first view has nDCG@10 and a gold passage to show);
+        else the first query; else ""."""
+        if curated and self.find_query(curated):
+            return curated
+        judged = self.queries[self.queries["query_id"].isin(self.judgments)]
+        return str((judged if len(judged) else self.queries)["text"].iloc[0]) if len(self.queries) else ""
+
     @cached_property
     def judgments(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -21,7 +21,8 @@ collection = current_collection()
 if collection is None:
     st.stop()
 spec = st.session_state[COLLECTION_KEY]
-URL = {"lat_query": ("query", str, CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""), "lat_target": ("target", str, ""),
+curated = CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""
+URL = {"lat_query": ("query", str, collection.first_view_query(curated)), "lat_target": ("target", str, ""),
        "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "decoder+rerank"),
        "lat_stop": ("stop", int, 0)}
 link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
@@ -49,12 +50,13 @@ st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
 # -- query and target ---------------------------------------------------------------------------------
 texts = dict(zip(collection.passages["doc_id"], collection.passage_texts()))
 c1, c2 = st.columns(2)
-query = c1.text_input("Query (from the log or typed)", key="lat_query", placeholder="e.g. interest",
+query = c1.text_input("Query (from the log or typed)", key="lat_query", placeholder="a logged query, or any text",
                       help="A logged query uses its judgments for nDCG@10; a typed one treats the target as the relevant passage.")
 query_id = collection.find_query(query) if query.strip() else None
 gold = space.gold_passage(query_id) if query_id else None
-c1.caption(f"Logged query {query_id}; gold passage {gold}" if query_id and gold else
-           "Logged query without judged passages" if query_id else "Not in the query log: typed query")
+if query.strip():
+    c1.caption(f"Logged query {query_id}; gold passage {gold}" if query_id and gold else
+               "Logged query without judged passages" if query_id else "Not in the query log: typed query")
 pattern = c2.text_input("Find a target passage containing", key="lat_find", placeholder="leave empty for the gold passage")
 options = list(collection.find_passages(pattern, limit=200)["doc_id"]) if pattern.strip() else []
 wanted = st.session_state.get("lat_target") or gold

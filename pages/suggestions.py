@@ -7,7 +7,7 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
 from eqi_core.suggestion.model import find_suggester
-from eqi_core.suggestion.panel import CHOICES, default_query, suggestion_table
+from eqi_core.suggestion.panel import CHOICES, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop
@@ -23,7 +23,7 @@ if collection is None:
 spec = st.session_state[COLLECTION_KEY]
 
 curated = CURATED_SUGGESTION_QUERY if collection.source.startswith("wordnet") else ""
-URL = {"sug_query": ("query", str, default_query(collection, curated)), "sug_model": ("model", str, "all")}
+URL = {"sug_query": ("query", str, collection.first_view_query(curated)), "sug_model": ("model", str, "all")}
 link = page_header("Query suggestions", "Better queries for a search, from models trained on the rewrites that latent "
                    "traversal found (the query walked to its gold passage, every step decoded, the successful ones "
                    "kept): with pseudo-relevance feedback (the ranker's top-5 passages) and without.", URL)
@@ -75,7 +75,9 @@ if judged:
         col.metric(f"Best of {name}", f"{value:.3f}", delta=f"{value - original:+.3f}")
     reach = table.iloc[1:][table["gold_rank"].iloc[1:] == 1]
     if len(reach):
-        st.success(f"{len(reach)} suggestion(s) rank the gold passage {gold} first: "
+        which = "1 suggestion ranks" if len(reach) == 1 else f"{len(reach)} suggestions rank"
+        shown = "" if len(reach) <= 3 else " (the first 3 in the table below)"
+        st.success(f"{which} the gold passage {gold} first{shown}: "
                    + "; ".join(f"“{t}” ({m})" for t, m in zip(reach["suggestion"][:3], reach["model"][:3])),
                    icon=":material/lightbulb:")
     else:

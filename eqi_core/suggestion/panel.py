@@ -14,16 +14,6 @@ CHOICES = ("prf", "plain", "all")
 COLUMNS = ["model", "rank", "suggestion", "ndcg10", "gold_rank"]
 
 
-def default_query(collection, curated: str = "") -> str:
-    """The query a first view shows: ``curated`` where the collection logs it; else the first query
-    with judgments (so the first view has nDCG@10 to show); else the first query; else ""."""
-    if curated and collection.find_query(curated):
-        return curated
-    queries = collection.queries
-    judged = queries[queries["query_id"].isin(collection.judgments)]
-    return str((judged if len(judged) else queries)["text"].iloc[0]) if len(queries) else ""
-
-
 def suggestions_by_model(space, store, query: str, model: str = "prf", n: int = 10,
                          suggester_folder: Path | None = None) -> dict[str, list[str]]:
     """label -> suggestions. ``all``: both models plus the RM3 and Sampling+QD baselines."""

@@ -87,3 +87,12 @@ def test_bad_input_gives_one_line_messages(app):
     at.text_input(key="lat_query").set_value("   ").run()
     assert not at.exception
     assert any("query: empty" in e.value for e in at.error)
+
+
+def test_a_collection_without_a_curated_query_opens_on_its_first_judged_query(app):
+    from eqi_core.loaders import load_collection
+
+    at = open_page(app)  # no query in the link: the page walks something rather than showing an empty box
+    expected = load_collection(f"beir:{TINY_BEIR}").first_view_query()
+    assert expected and at.text_input(key="lat_query").value == expected
+    assert any("gold passage" in c.value for c in at.caption) and at.dataframe

@@ -2,6 +2,7 @@ import json
 import shutil
 import zipfile
 
+import pandas as pd
 import pytest
 
 from eqi_core.errors import DataError
@@ -184,3 +185,17 @@ def test_cached_collection_matches_uncached(store, tiny):
     again = load_collection(f"beir:{TINY_BEIR}", store)
     assert cached.fingerprint == again.fingerprint == tiny.fingerprint
     assert len(store.list("collection")) == 1
+
+
+def test_first_view_query_is_the_curated_one_else_the_first_judged_one_else_the_first():
+    from eqi_core.collection import Collection
+
+    passages = pd.DataFrame({"doc_id": ["d1"], "title": [""], "text": ["a river bank"]})
+    queries = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["unjudged first", "judged second", "Infinite"]})
+    qrels = pd.DataFrame({"query_id": ["q2"], "doc_id": ["d1"], "relevance": [1]})
+    coll = Collection("hand", passages, queries, qrels)
+    assert coll.first_view_query("infinite") == "infinite"  # logged (case ignored)
+    assert coll.first_view_query("not logged") == "judged second"
+    assert coll.first_view_query() == "judged second"
+    assert Collection("no judgments", passages, queries).first_view_query() == "unjudged first"
+    assert Collection("empty log", passages, queries[:0]).first_view_query() == ""

@@ -339,18 +339,3 @@ def test_paired_difference_from_rm3_by_hand():
     assert diff["best@10_minus_RM3"] == pytest.approx((0.1 + 0.1 - 0.4) / 3)
     assert diff["best@10_minus_RM3_lo"] < 0 < diff["best@10_minus_RM3_hi"]
     assert paired_difference(scored, "RM3") == {} and paired_difference(scored, "plain") == {}
-
-
-def test_default_query_is_the_curated_one_else_the_first_judged_one_else_the_first():
-    from eqi_core.collection import Collection
-    from eqi_core.suggestion.panel import default_query
-
-    passages = pd.DataFrame({"doc_id": ["d1"], "title": [""], "text": ["a river bank"]})
-    queries = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["unjudged first", "judged second", "Infinite"]})
-    qrels = pd.DataFrame({"query_id": ["q2"], "doc_id": ["d1"], "relevance": [1]})
-    coll = Collection("hand", passages, queries, qrels)
-    assert default_query(coll, "infinite") == "infinite"  # logged (case ignored)
-    assert default_query(coll, "not logged") == "judged second"
-    assert default_query(coll) == "judged second"
-    assert default_query(Collection("no judgments", passages, queries)) == "unjudged first"
-    assert default_query(Collection("empty log", passages, queries[:0])) == ""
