@@ -41,7 +41,7 @@ source = st.radio("Passage", ["From the collection", "Paste a new passage"], hor
 doc_id, text = None, None
 if source == "From the collection":
     c1, c2 = st.columns([1, 2])
-    pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="e.g. deposits")
+    pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="a word or phrase of the passage")
     found = collection.find_passages(pattern, limit=200)
     options = list(found["doc_id"])
     wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
