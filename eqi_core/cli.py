@@ -937,16 +937,16 @@ def decode_cmd(
     lines = _decode_inputs(text, input_file, output)
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     if input_file is None:
-        decoded = space.decode_text(lines[0], method, n)
+        decoded = space.decode_text(lines[0][1], method, n)
         typer.echo("cosine\trank\tsource\tdecoded query")
         for row in decoded.itertuples(index=False):
             typer.echo(f"{row[2]:.3f}\t{row[3]}\t{row[1]}\t{row[0]}")
         return
     progress = tqdm_progress("decoding", "text")
     records = []
-    for i, line in enumerate(lines):
+    for i, (line_no, line) in enumerate(lines):
         decoded = space.decode_text(line, method, n)
-        records.append(json.dumps({"line": i + 1, "text": line, "method": method, "decoded": [
+        records.append(json.dumps({"line": line_no, "text": line, "method": method, "decoded": [
             {"query": q, "source": src, "cosine": round(float(c), 4), "rank": int(r)}
             for q, src, c, r in decoded.itertuples(index=False)]}))
         progress(i + 1, len(lines))
@@ -954,12 +954,13 @@ def decode_cmd(
     typer.echo(f"{len(records)} texts decoded into {output}")
 
 
-def _decode_inputs(text: str | None, input_file: Path | None, output: Path | None) -> list[str]:
-    """The texts to decode: the argument, or the non-empty lines of --input (one-line errors)."""
+def _decode_inputs(text: str | None, input_file: Path | None, output: Path | None) -> list[tuple[int, str]]:
+    """(line number, text) of the texts to decode: the argument, or the non-empty lines of --input,
+    numbered as in the file (blank lines skipped); one-line errors."""
     if (text is None) == (input_file is None):
         raise DataError("decode: give a text, or --input FILE (one text per line) with --output FILE.jsonl")
     if input_file is None:
-        return [text]
+        return [(1, text)]
     if output is None:
         raise DataError(f"--input {input_file}: also give --output FILE.jsonl for the decoded queries")
     try:
@@ -969,7 +970,7 @@ def _decode_inputs(text: str | None, input_file: Path | None, output: Path | Non
     if b"\0" in raw[:4096]:
         raise DataError(f"--input {input_file}: not a text file (binary data); expected one text per line")
     try:
-        lines = [ln.strip() for ln in raw.decode("utf-8").splitlines() if ln.strip()]
+        lines = [(i + 1, ln.strip()) for i, ln in enumerate(raw.decode("utf-8").splitlines()) if ln.strip()]
     except UnicodeDecodeError as exc:
         raise DataError(f"--input {input_file}: not UTF-8 text (byte {exc.start}); expected one text per line") from None
     if not lines:

@@ -203,6 +203,14 @@ def test_decode_file_bad_input_is_one_line(tmp_path, content, args, message):
     assert not (tmp_path / "out.jsonl").exists()
 
 
+def test_decode_file_keeps_the_files_line_numbers(tmp_path):
+    from eqi_core.cli import _decode_inputs
+
+    src = tmp_path / "in.txt"
+    src.write_text("what is a river bank\n\n  \nhow do vaccines work\n")
+    assert _decode_inputs(None, src, tmp_path / "out.jsonl") == [(1, "what is a river bank"), (4, "how do vaccines work")]
+
+
 def test_traversal_never_counts_the_original_query():
     from eqi_core.decoder.traversal import Traversal
 
