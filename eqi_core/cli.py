@@ -192,18 +192,18 @@ def tasc(
 ) -> None:
     """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers."""
     from eqi_core.coverage import compute_matrix, tasc_table
-    from eqi_core.coverage.sources import live_runs, load_run_files
+    from eqi_core.coverage.sources import combine_runs, live_runs, load_run_files
     from eqi_core.errors import DataError as _DataError
     from eqi_core.loaders.trec import read_qrels
     from eqi_core.rankers import release_date_for
 
     store = _store()
-    runs = load_run_files(list(run_files))
+    files = load_run_files(list(run_files))
     coll = _load(collection, store) if collection else None
-    if rankers:
-        if coll is None:
-            raise _DataError("--ranker needs --collection (the rankers run that collection's queries)")
-        runs.update(live_runs(coll, list(rankers), store, progress=tqdm_progress("ranking", "query")))
+    if rankers and coll is None:
+        raise _DataError("--ranker needs --collection (the rankers run that collection's queries)")
+    live = live_runs(coll, list(rankers), store, progress=tqdm_progress("ranking", "query")) if rankers else {}
+    runs = combine_runs(live, files)
     if qrels is not None:
         judgments = read_qrels(qrels)
     elif coll is not None:

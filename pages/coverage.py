@@ -7,7 +7,7 @@ from eqi_core.coverage.drilldown import query_judgments, query_metrics, side_by_
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
-from eqi_core.coverage.sources import load_run_files, load_uploaded_runs, run_files_beside
+from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs, run_files_beside
 from eqi_core.coverage.tasc import MODES
 from eqi_core.errors import DataError
 from eqi_core.figures import coverage as figs
@@ -76,17 +76,10 @@ with st.container(border=True):
                                     key="cov_qrels")
 
 try:
-    runs = {}
-    for rid in live_ids:
-        runs[rid] = live_run(spec, rid)
-    if chosen_files:
-        runs.update(file_runs(tuple(chosen_files)))
     upload_items = tuple((f.name, f.getvalue()) for f in uploads or [])
-    if upload_items:
-        clash = set(runs) & {f.rsplit(".", 1)[0].split(".")[0] for f, _ in upload_items}
-        if clash:
-            raise DataError(f"uploaded runs {sorted(clash)} have the same name as a chosen ranker; rename the files")
-        runs.update(uploaded_runs(upload_items))
+    runs = combine_runs({rid: live_run(spec, rid) for rid in live_ids},
+                        file_runs(tuple(chosen_files)) if chosen_files else {},
+                        uploaded_runs(upload_items) if upload_items else {})
     if qrels_upload is not None:
         qrels = read_qrels(qrels_upload.name, data=qrels_upload.getvalue())
         qrels_key = content_digest(qrels_upload.getvalue())

@@ -2,6 +2,7 @@
 uploaded TREC runs; and the release dates that order them."""
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from eqi_core.collection import Collection
@@ -24,28 +25,23 @@ def run_name(path: Path) -> str:
 
 
 def load_run_files(paths: list[Path]) -> dict[str, Run]:
-    runs = {}
+    """Runs named by their file's first name part ('bm25.dl19.trec' -> 'bm25'; see combine_runs)."""
+    runs = []
     for p in paths:
-        name = run_name(Path(p))
-        if name in runs:
-            raise DataError(f"{p}: two runs are named {name!r}; rename one file")
         run = read_trec_run(p)
-        run.name = name
-        runs[name] = run
-    return runs
+        run.name = run_name(Path(p))
+        runs.append({run.name: run})
+    return combine_runs(*runs)
 
 
 def load_uploaded_runs(files: list[tuple[str, bytes]]) -> dict[str, Run]:
     """Runs from uploaded (file name, bytes), parsed in memory."""
-    runs = {}
+    runs = []
     for filename, data in files:
-        name = run_name(Path(filename))
-        if name in runs:
-            raise DataError(f"{filename}: two uploaded runs are named {name!r}; rename one file")
         run = read_trec_run(filename, data=data)
-        run.name = name
-        runs[name] = run
-    return runs
+        run.name = run_name(Path(filename))
+        runs.append({run.name: run})
+    return combine_runs(*runs)
 
 
 def live_runs(collection: Collection, ranker_ids: list[str], store: ArtifactStore, k: int = 100,
@@ -57,4 +53,24 @@ def live_runs(collection: Collection, ranker_ids: list[str], store: ArtifactStor
         run = run_all_queries(ranker, collection, store, k=k, progress=progress)
         run.name = rid
         out[rid] = run
+    return out
+
+
+def combine_runs(*groups: dict[str, Run]) -> dict[str, Run]:
+    """All rankings under distinct names, in the order given (live rankers first). A run file or
+    upload named like a ranking already chosen (``bm25.dl19.trec`` beside the live BM25) is named
+    by its whole file stem instead (``bm25.dl19``, which keeps BM25's release date); a clash that
+    remains is a one-line error. Never drops a ranking silently."""
+    out: dict[str, Run] = {}
+    for group in groups:
+        for name, run in group.items():
+            if name in out:
+                file_name = Path(str(run.meta.get("source", name))).name
+                stem = file_name.rsplit(".", 1)[0]
+                if stem in out or stem == name:
+                    raise DataError(f"{file_name}: a ranking named {name!r} is already chosen; rename the file or "
+                                    "leave one of them out")
+                run, name = copy.copy(run), stem  # a shallow copy: cached runs keep their own name
+                run.name = name
+            out[name] = run
     return out

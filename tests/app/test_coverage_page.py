@@ -48,3 +48,7 @@ def test_dl19_six_runs_published_means(monkeypatch):
     means = dict(zip(tasc_table(at)["ranker"], at.dataframe[1].value["mean_metric"]))
     assert round(means["bm25"], 4) == 0.5058 and round(means["repllama"], 4) == 0.7384
     assert any("2359 tied score groups" in i.value for i in at.info)
+    at.multiselect(key="cov_live").set_value(["bm25"]).run()  # the live BM25 beside the run file bm25.dl19.trec
+    assert not at.exception, at.exception
+    rankers = tasc_table(at)["ranker"].tolist()
+    assert "bm25" in rankers and "bm25.dl19" in rankers and len(rankers) == 7  # the file no longer replaces it

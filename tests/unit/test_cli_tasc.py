@@ -58,3 +58,23 @@ def test_tasc_cli_bad_run_line_and_single_run(files, monkeypatch, capsys):
         with pytest.raises(SystemExit):
             main()
         assert message in capsys.readouterr().err
+
+
+def test_runs_named_alike_are_all_kept(files, tmp_path):
+    """A run file named like a live ranker (bm25.dl19.trec beside the live BM25) used to replace it."""
+    from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs
+    from eqi_core.errors import DataError
+
+    (files / "old.dl19.trec").write_text((files / "old.trec").read_text())
+    first, second = load_run_files([files / "old.trec"]), load_run_files([files / "old.dl19.trec"])
+    both = combine_runs(first, second)
+    assert list(both) == ["old", "old.dl19"] and both["old.dl19"].name == "old.dl19"
+    assert second["old"].name == "old"  # the (cached) run itself keeps its name
+    uploads = load_uploaded_runs([("old.trec", (files / "old.trec").read_bytes())])
+    with pytest.raises(DataError, match="old.trec: a ranking named 'old' is already chosen"):
+        combine_runs(first, uploads)
+    result = runner.invoke(app, ["tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
+                                 "--run", str(files / "new.trec"), "--run", str(files / "old.dl19.trec"),
+                                 "--mode", "all-others", "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    assert [ln.split()[0] for ln in result.output.splitlines()[-3:]] == ["old", "new", "old.dl19"]
