@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
-from eqi_core.coverage.drilldown import query_judgments, query_metrics, side_by_side, solved_only_table
+from eqi_core.coverage.drilldown import query_judgments, query_metrics, readable_grades, side_by_side, solved_only_table
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
@@ -169,7 +169,7 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
                    format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}")
 judgments = query_judgments(qrels, qid)
 st.dataframe(query_metrics(values, weights, qid, measure_name), width="stretch", key="cov_query_metrics")
-st.dataframe(side_by_side(runs, judgments, qid, k=10), hide_index=True, width="stretch", key="cov_side_by_side")
+st.dataframe(readable_grades(side_by_side(runs, judgments, qid, k=10)), hide_index=True, width="stretch", key="cov_side_by_side")
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
     st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 

@@ -18,6 +18,16 @@ def side_by_side(runs: dict[str, Run], judgments: dict[str, int], query_id: str,
     return out
 
 
+def readable_grades(table: pd.DataFrame) -> pd.DataFrame:
+    """side_by_side for the eye: grades as text, "unjudged" where a listed passage has no judgment
+    and empty where the ranker listed fewer than k passages (a grid of None said neither)."""
+    out = table.copy()
+    for name in [c[:-len(" grade")] for c in table.columns if c.endswith(" grade")]:
+        out[f"{name} grade"] = ["" if pd.isna(d) else "unjudged" if pd.isna(g) else str(int(g))
+                                for d, g in zip(table[name], table[f"{name} grade"])]
+    return out
+
+
 def query_metrics(values: pd.DataFrame, weights: pd.DataFrame, query_id: str, measure: str) -> pd.DataFrame:
     """Per ranker: the query's metric and its TaSC weights (1 - aggregate of the references)."""
     out = values.loc[query_id].rename(measure).to_frame()

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from eqi_core.coverage import compute_matrix, parse_measure
-from eqi_core.coverage.drilldown import side_by_side
+from eqi_core.coverage.drilldown import readable_grades, side_by_side
 from eqi_core.coverage.significance import pairwise_tests
 from eqi_core.errors import DataError
 from eqi_core.runs import Run
@@ -88,3 +88,5 @@ def test_side_by_side_grades():
     assert table["r1"].tolist()[:2] == ["x", "a"] and pd.isna(table["r1"].iloc[2])
     assert pd.isna(table["r1 grade"].iloc[0]) and table["r1 grade"].iloc[1] == 1
     assert table["r2"].tolist()[0] == "b" and table["r2 grade"].tolist()[0] == 2
+    shown = readable_grades(table)  # what the page shows: no grid of None
+    assert shown["r1 grade"].tolist() == ["unjudged", "1", ""] and table["r1 grade"].iloc[1] == 1
