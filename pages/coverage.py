@@ -151,9 +151,9 @@ with tab_tasc:
     tfigs = figs.tasc_figures(table, measure_name)
     st.plotly_chart(tfigs["bars"], config=PLOT_CONFIG, key="fig_tasc_bars")
     figure_downloads(tfigs["bars"], "tasc_bars", "dl_fig_tasc")
-    b1, b2 = st.columns(2)
-    b1.plotly_chart(tfigs["bubble_max"], config=PLOT_CONFIG, key="fig_bubble_max")
-    b2.plotly_chart(tfigs["bubble_mean"], config=PLOT_CONFIG, key="fig_bubble_mean")
+    for agg in ("max", "mean"):  # full width: rankers of the same years crowd together, their names need room
+        st.plotly_chart(tfigs[f"bubble_{agg}"], config=PLOT_CONFIG, key=f"fig_bubble_{agg}")
+        figure_downloads(tfigs[f"bubble_{agg}"], f"tasc_bubble_{agg}", f"dl_fig_bubble_{agg}")
 with tab_heat:
     st.plotly_chart(figs.clustered_heatmap(values, measure_name), config=PLOT_CONFIG, key="fig_heat")
 with tab_unsolved:
