@@ -306,11 +306,16 @@ def exposure(
         typer.echo(f"note: {note}", err=True)
     if pe.exact is not None:
         typer.echo(f"## exact: {len(pe.exact):,} {'query shows it in its' if len(pe.exact) == 1 else 'queries show it in their'} top {n_qd}")
-        typer.echo(pe.exact.head(n_dq).to_string(index=False))
+        if len(pe.exact):
+            typer.echo(pe.exact.head(n_dq).to_string(index=False))
     for name, frame in pe.lists.items():
         score = "" if pe.relq is None else f" ({spec} = {pe.relq.loc[name, str(spec)]:.3f})"
         typer.echo(f"## {name}{score}")
-        typer.echo(frame.assign(rank=["-" if math.isnan(r) else int(r) for r in frame["rank"]]).to_string(index=False))
+        if len(frame):
+            typer.echo(frame.assign(rank=["-" if math.isnan(r) else int(r) for r in frame["rank"]]).to_string(index=False))
+        else:
+            typer.echo("(no logged query found: none shares a word with the passage after stop words and stemming)" if name == "BM25-reverse"
+                       else "(no logged query found)")
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure

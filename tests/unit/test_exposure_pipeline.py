@@ -1,4 +1,6 @@
 """EQI end to end on the tiny fixture collection: setup, methods, lookup, Table 2, figures, CLI."""
+import re
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -109,3 +111,15 @@ def test_exposure_cli_errors(monkeypatch, capsys):
         with pytest.raises(SystemExit) as exc:
             main()
         assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_exposure_cli_says_when_a_method_finds_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
+    out = runner.invoke(app, ["exposure", "--text", "quantum chromodynamics", "-c", f"beir:{TINY_BEIR}", "-r", "minilm-l3-onnx",
+                              "--n-dq", "2", "--no-heads"])
+    assert out.exit_code == 0, out.output
+    assert "(no logged query found: none shares a word" in out.output  # BM25-reverse: no word of the log
+    assert "Empty DataFrame" not in out.output
+    lines = out.output.splitlines()
+    dense = lines[lines.index(next(ln for ln in lines if ln.startswith("## dense-reverse"))) + 2]
+    assert re.fullmatch(r"-|\d+", dense.split()[-1])  # ranks print as integers or '-', never 1.0 / NaN
