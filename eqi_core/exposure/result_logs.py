@@ -63,7 +63,7 @@ def check_result_log(run: Run, collection: Collection, depth: int) -> list[str]:
                         f"query log of {collection.name}; expected a run over the log's queries")
     unknown_q = f.loc[~known_q, "query_id"].nunique()
     if unknown_q:
-        notes.append(f"{unknown_q:,} of the run's {f['query_id'].nunique():,} queries {_is_are(unknown_q)} not in the query "
+        notes.append(f"{unknown_q:,} of the run's {f['query_id'].nunique():,} queries {'is' if unknown_q == 1 else 'are'} not in the query "
                      "log: ignored")
     unknown_d = int((known_q & ~known_d & (f["rank"] <= depth)).sum())  # deeper rows are never read
     if unknown_d:
@@ -79,10 +79,6 @@ def check_result_log(run: Run, collection: Collection, depth: int) -> list[str]:
         notes.append(f"the run lists at most {deepest} results per query, fewer than n_q->d = {depth}: "
                      f"exposure below rank {deepest} is unknown")
     return notes
-
-
-def _is_are(n: int) -> str:
-    return "is" if n == 1 else "are"
 
 
 def load_result_log(ranker_id: str, collection: Collection, depth: int) -> tuple[Run, list[str]]:

@@ -9,11 +9,6 @@ GRADE_COLOURS = {0: "#BAB0AC", 1: "#72B7B2", 2: "#4C78A8", 3: "#2F4B7C"}
 FONT = dict(family="Inter, Helvetica, Arial, sans-serif", size=14)
 
 
-def ranker_colour(name: str) -> str:
-    """The same colour for a ranker on every page (the registry's; a stable hash for other names)."""
-    return colour_for(name)
-
-
 def ranker_colours(names) -> dict[str, str]:
     """Colours for the rankers of one figure, never two alike while the palette lasts: a registered
     ranker keeps its own; another name (or a second name for the same registered ranker, e.g. a live

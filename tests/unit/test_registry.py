@@ -2,7 +2,7 @@
 import pytest
 
 from eqi_core.errors import DataError
-from eqi_core.figures.theme import ranker_colour
+from eqi_core.figures.theme import ranker_colours
 from eqi_core.rankers import RANKERS, REGISTRY, embedding_dimension, known, ranker_spec, release_date_for
 
 
@@ -21,8 +21,8 @@ def test_run_names_and_aliases_resolve():
 
 def test_colours_come_from_the_registry_and_unknown_names_are_stable():
     for spec in REGISTRY:
-        assert ranker_colour(spec.id) == spec.colour
-    assert ranker_colour("my-run") == ranker_colour("my-run")
+        assert ranker_colours([spec.id])[spec.id] == spec.colour
+    assert ranker_colours(["my-run"]) == ranker_colours(["my-run"])
 
 
 def test_dimensions():
