@@ -1,4 +1,5 @@
 """Exposure page: which queries expose a passage, exactly and by each approximate EQI method."""
+import numpy as np
 import streamlit as st
 
 from eqi_core.errors import DataError
@@ -125,8 +126,9 @@ if result.exact is not None:
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
     col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
-                  column_config={"rank": st.column_config.NumberColumn(
-                      "rank", format="%d", help="the passage's rank for this query; empty = not exposing")})
+                  placeholder=f"> {n_qd}", column_config={"rank": st.column_config.NumberColumn(
+                      "rank", format="%d", help=f"the passage's rank for this query (exact); '> {n_qd}': this query "
+                                                f"does not show it in its top {n_qd}")})
     col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
@@ -159,8 +161,10 @@ else:
         k1.metric(f"Unseen queries exposing it (top {n_qd})", len(g.unseen_exposing))
         k2.metric("Exposure from the log", g.logged_total)
         k3.metric("… plus the unseen queries", g.logged_total + g.generated_total, delta=g.generated_total or None)
-        st.dataframe(g.candidates.rename(columns={"in_log": "in the log", "rank": "its rank"}), hide_index=True,
-                     key="exp_gen_table", column_config={"its rank": st.column_config.NumberColumn(format="%d")})
+        shown = g.candidates.rename(columns={"in_log": "in the log", "rank": "its rank"})
+        shown["its rank"] = shown["its rank"].replace(np.inf, np.nan)  # inf: the ranker does not retrieve it
+        st.dataframe(shown, hide_index=True, key="exp_gen_table", placeholder="not retrieved",
+                     column_config={"its rank": st.column_config.NumberColumn(format="%d")})
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
                            key="exp_gen_csv")
 

@@ -33,18 +33,26 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
         f = lists[name]
         height = np.where(np.isfinite(f["rank"]), n_qd - (f["rank"].fillna(n_qd + 1) - 1), 0)
         is_shared = f["query_id"].isin(shared).to_numpy()
-        for flag, label in ((False, "only this method"), (True, "retrieved by all methods")):
+        shown_rank = [f"{int(r)}" if np.isfinite(r) else f"not in top {n_qd}" for r in f["rank"]]
+        for flag in (False, True):
             sel = is_shared == flag
             fig.add_trace(go.Bar(
-                x=f["position"][sel], y=height[sel], name=label, legendgroup=label, showlegend=row == 1,
+                x=f["position"][sel], y=height[sel], showlegend=False,
                 marker=dict(color=method_colour(name), pattern_shape="/" if flag else "", line_width=0),
-                customdata=np.stack([f["query"][sel], f["rank"][sel].fillna(-1)], axis=1),
+                customdata=np.stack([f["query"][sel], np.asarray(shown_rank, dtype=object)[sel]], axis=1),
                 hovertemplate="#%{x}: %{customdata[0]}<br>passage rank %{customdata[1]}<extra></extra>"), row=row, col=1)
         fig.update_yaxes(title_text="n_q→d − ρ", range=[0, n_qd * 1.05], row=row, col=1)
+    if len(names) > 1:  # the legend explains the hatching, in grey: the colours are the methods'
+        for flag, label in ((False, "only this method"), (True, "retrieved by all methods")):
+            fig.add_trace(go.Bar(x=[None], y=[None], name=label, showlegend=True, hoverinfo="skip",
+                                 marker=dict(color="#9A9A9A", pattern_shape="/" if flag else "", line_width=0)),
+                          row=1, col=1)
     fig.update_xaxes(title_text="position in the exposure list ρ(q, ψ_d) + 1", row=len(names), col=1)
     fig.update_layout(barmode="overlay", bargap=0.1)
-    fig = style(fig, "Exposing queries found, by position (higher bar = passage shown higher)", height=240 + 170 * len(names))
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12 / max(1, len(names) - 0.5), x=0))
+    fig = style(fig, "Exposing queries found, by position (higher bar = passage shown higher)", height=270 + 170 * len(names))
+    # below the x-axis title, in pixels from the figure's bottom edge, so the two never overlap
+    fig.update_layout(legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0),
+                      margin=dict(b=85))
     return fig
 
 

@@ -35,6 +35,10 @@ def test_exposure_page_by_id_and_pasted(at):
     assert int(metrics["Exposing queries (exact)"]) == len(truth) > 0  # the map's count at n_q->d = 100
     assert int(metrics["Best rank reached"]) == truth["rank"].min()
     assert any("Train the Residual" in b.label for b in at.button)
+    at.slider(key="exp_nqd").set_value(1).run()
+    at.slider(key="exp_ndq").set_value(5).run()  # approximate lists longer than the exact one: non-exposing queries
+    missing = [d for d in at.dataframe if list(d.value.columns) == ["query", "rank"] and d.value["rank"].isna().any()]
+    assert missing and {d.proto.placeholder for d in missing} == {"> 1"}  # said, not "None"
     at.radio(key="exp_source").set_value("Paste a new passage").run()
     at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
     assert not at.exception

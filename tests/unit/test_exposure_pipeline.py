@@ -90,6 +90,12 @@ def test_exposure_figures():
     assert isinstance(fig, go.Figure)
     heights = [list(t.y) for t in fig.data if len(t.y)]
     assert [10.0] in heights  # exposure = n_q->d - rho = 10 - 0
+    hover = [row[1] for t in fig.data if t.customdata is not None for row in t.customdata]
+    assert "not in top 10" in hover and "-1" not in hover  # a non-exposing query says so, not "rank -1"
+    legend = [t for t in fig.data if t.showlegend]
+    assert [t.name for t in legend] == ["only this method", "retrieved by all methods"]
+    assert {t.marker.color for t in legend} == {"#9A9A9A"}  # the hatching's key, not one method's colour
+    assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0  # below the x-axis title
     grid = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=[0.5, 1.0], columns=[0.5, 1.0])
     assert len(figs.relq_heatmaps({"x": grid, "y": grid}).data) == 2
     rs = pd.DataFrame({"method": ["Exact", "Exact"], "rank": [1, 2], "exposing_queries": [5, 0]})
