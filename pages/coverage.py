@@ -162,14 +162,21 @@ with tab_unsolved:
 # -- drill-down ------------------------------------------------------------------------------
 st.subheader("One query across rankers")
 texts = collection.query_text
-solved_only = {r: MetricMatrix(measure_name, values).solved_only_by(r) for r in names}
+matrix = MetricMatrix(measure_name, values)
+solved_only = {r: matrix.solved_only_by(r) for r in names}
+disputed = matrix.most_disputed()
 if st.session_state.get("cov_query") not in set(values.index):
-    st.session_state["cov_query"] = values.index[0]
+    st.session_state["cov_query"] = disputed
 qid = st.selectbox("Query", list(values.index), key="cov_query",
-                   format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}")
+                   format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}",
+                   help=f"Opens on the query where the rankers' {measure_name} differs most ({disputed}).")
 judgments = query_judgments(qrels, qid)
 st.dataframe(query_metrics(values, weights, qid, measure_name), width="stretch", key="cov_query_metrics")
-st.dataframe(readable_grades(side_by_side(runs, judgments, qid, k=10)), hide_index=True, width="stretch", key="cov_side_by_side")
+side = side_by_side(runs, judgments, qid, k=10)
+st.dataframe(readable_grades(side), hide_index=True, width="stretch", key="cov_side_by_side", placeholder="—")
+empty = [r for r in names if side[r].isna().all()]
+if empty:
+    st.caption(f"{', '.join(empty)} returned no passage for this query (scored 0).")
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
     st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 
@@ -187,7 +194,15 @@ st.download_button("Comparison report (HTML, opens offline)",
 st.subheader("Paired significance tests")
 st.caption("A significant difference in means says nothing about which queries each ranker covers: read it next to TaSC.")
 correction = st.radio("Multiple-testing correction", CORRECTIONS, horizontal=True, key="cov_correction")
-st.dataframe(pairwise_tests(values, correction), hide_index=True, width="stretch", key="cov_tests")
+p_value = lambda label: st.column_config.NumberColumn(label, format="%.2e")
+st.dataframe(pairwise_tests(values, correction), hide_index=True, width="stretch", key="cov_tests", column_config={
+    "a": "A", "b": "B", "mean_a": st.column_config.NumberColumn("mean A", format="%.4f"),
+    "mean_b": st.column_config.NumberColumn("mean B", format="%.4f"),
+    "mean_diff": st.column_config.NumberColumn("A − B", format="%+.4f"),
+    "a_better": "A better", "b_better": "B better", "ties": "ties",
+    "t_p": p_value("t-test p"), "wilcoxon_p": p_value("Wilcoxon p"),
+    "t_p_adj": p_value(f"t-test p ({correction})"), "wilcoxon_p_adj": p_value(f"Wilcoxon p ({correction})"),
+    "t_significant": "t-test significant", "wilcoxon_significant": "Wilcoxon significant"})
 
 with link:
     copy_link(sync_url(URL))

@@ -62,6 +62,12 @@ class MetricMatrix:
         """Queries on which every ranker scores 0."""
         return self.values.index[(self.values <= 0).all(axis=1)]
 
+    def most_disputed(self) -> str:
+        """The query on which the rankers differ most (largest max - min of the metric; the first such
+        query in the matrix's order): where a side-by-side comparison has the most to show."""
+        spread = self.values.max(axis=1) - self.values.min(axis=1)
+        return str(spread.idxmax())
+
     def solved_only_by(self, ranker: str) -> pd.Index:
         """Queries on which ``ranker`` scores above 0 and every other ranker scores 0."""
         others = self.values.drop(columns=[ranker])

@@ -90,3 +90,11 @@ def test_side_by_side_grades():
     assert table["r2"].tolist()[0] == "b" and table["r2 grade"].tolist()[0] == 2
     shown = readable_grades(table)  # what the page shows: no grid of None
     assert shown["r1 grade"].tolist() == ["unjudged", "1", ""] and table["r1 grade"].iloc[1] == 1
+
+
+def test_most_disputed_query_is_where_rankers_differ_most():
+    from eqi_core.coverage import MetricMatrix
+
+    values = pd.DataFrame({"a": [0.5, 1.0, 0.0, 0.2], "b": [0.5, 0.2, 0.8, 0.9]}, index=["q1", "q2", "q3", "q4"])
+    assert MetricMatrix("nDCG@10", values).most_disputed() == "q2"  # spreads 0, .8, .8, .7: the first of the ties
+    assert MetricMatrix("nDCG@10", values.iloc[[0]]).most_disputed() == "q1"  # no disagreement anywhere: the first
