@@ -43,12 +43,15 @@ with link:
 config = TrainingConfig(n_dq=int(n_dq), steps=int(steps))
 try:
     if not table2_available(setup, int(n_test), int(n_dq), config):
-        st.info("This evaluation has not been computed yet: it tunes BM25-reverse and trains the Append and Residual "
-                "heads (a few minutes on 2 cores), then is cached.")
-        if not st.button("Run the evaluation", key="ev_run", type="primary"):
-            st.stop()
+        offer = st.empty()  # cleared once computed: "not computed yet" must not sit above the results
+        with offer.container():
+            st.info("This evaluation has not been computed yet: it tunes BM25-reverse and trains the Append and "
+                    "Residual heads (a few minutes on 2 cores), then is cached.")
+            if not st.button("Run the evaluation", key="ev_run", type="primary"):
+                st.stop()
         with_progress("Evaluating EQI methods (tuning, training, retrieval)...",
                       lambda p: cached_table2(setup, int(n_test), int(n_dq), config, p))
+        offer.empty()
     res = cached_table2(setup, int(n_test), int(n_dq), config)
 except DataError as exc:
     st.error(str(exc))

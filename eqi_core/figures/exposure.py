@@ -64,7 +64,7 @@ def relq_heatmaps(grids: dict[str, pd.DataFrame]) -> go.Figure:
         g = grids[name]
         fig.add_trace(go.Heatmap(z=g.to_numpy(dtype=float), x=[f"{c:g}" for c in g.columns], y=[f"{r:g}" for r in g.index],
                                  zmin=0, zmax=1, colorscale="Blues", showscale=i == len(names),
-                                 text=np.round(g.to_numpy(dtype=float), 2), texttemplate="%{text}",
+                                 texttemplate="%{z:.2f}",  # 1.00 beside 0.98, not 1
                                  hovertemplate="γ_q→d %{y}, γ_d→q %{x}: RELQ %{z:.3f}<extra></extra>"), row=1, col=i)
         fig.update_xaxes(title_text="γ_d→q (EQI user)", row=1, col=i)
     fig.update_yaxes(title_text="γ_q→d (searcher)", row=1, col=1)

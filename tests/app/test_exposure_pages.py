@@ -55,6 +55,7 @@ def test_exposure_evaluation_page_runs(at):
     if any(b.label == "Run the evaluation" for b in at.button):
         at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
+    assert not any("not been computed yet" in i.value for i in at.info)  # gone once the results are there
     table = at.dataframe[0].value
     assert "Brute force" in table.index and "Residual" in table.index
     assert table.loc["Brute force"].min() == pytest.approx(1.0)
