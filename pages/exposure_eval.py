@@ -104,17 +104,22 @@ with tab_traits:
     st.plotly_chart(figs.trait_curves(frame, by), config=PLOT_CONFIG, key="ev_traits")
 with tab_train:
     st.caption("Each cell trains a Residual head (cached); the growing-log lines are evaluated without retraining.")
+    # results are kept with the settings they were computed for: another collection, ranker or setting
+    # must not show this one's curves
+    settings = (spec, rankings, int(n_test), int(n_dq), int(steps))
     if st.button("Compute the training-size grid", key="ev_grid"):
         holder = {}
         with_progress("Training Residual heads for the grid...", lambda p: holder.update(
             t=training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p)))
-        st.session_state["ev_grid_result"] = holder["t"]
-    if "ev_grid_result" in st.session_state:
-        st.plotly_chart(figs.training_size(st.session_state["ev_grid_result"]), config=PLOT_CONFIG, key="ev_grid_fig")
+        st.session_state["ev_grid_result"] = (settings, holder["t"])
+    kept = st.session_state.get("ev_grid_result")
+    if kept is not None and kept[0] == settings:
+        st.plotly_chart(figs.training_size(kept[1]), config=PLOT_CONFIG, key="ev_grid_fig")
     if st.button("Simulate a growing query log", key="ev_expand"):
         holder = {}
         with_progress("Training on part of the log, evaluating as it grows...", lambda p: holder.update(
             f=expanding_log(setup, test, base=config, n_dq=int(n_dq), progress=p)))
-        st.session_state["ev_expand_result"] = holder["f"]
-    if "ev_expand_result" in st.session_state:
-        st.plotly_chart(figs.expanding_log(st.session_state["ev_expand_result"]), config=PLOT_CONFIG, key="ev_expand_fig")
+        st.session_state["ev_expand_result"] = (settings, holder["f"])
+    kept = st.session_state.get("ev_expand_result")
+    if kept is not None and kept[0] == settings:
+        st.plotly_chart(figs.expanding_log(kept[1]), config=PLOT_CONFIG, key="ev_expand_fig")

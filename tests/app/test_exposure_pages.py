@@ -106,3 +106,20 @@ def test_a_link_cannot_name_a_result_log_outside_the_data_roots(at, tmp_path):
     assert not at.exception, at.exception
     assert any("outside the configured data roots" in w.value for w in at.warning)
     assert at.radio(key="exp_log").value == ""  # back to the sidebar's ranker
+
+
+def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
+    at.switch_page("pages/exposure_eval.py").run()
+    at.number_input(key="ev_ntest").set_value(50).run()
+    at.number_input(key="ev_steps").set_value(100).run()
+    if any(b.label == "Run the evaluation" for b in at.button):
+        at.button(key="ev_run").click().run()
+    at.button(key="ev_grid").click().run()
+    assert not at.exception, at.exception
+    charts = lambda: [c.proto.id for c in at.get("plotly_chart") if "ev_grid_fig" in c.proto.id]
+    assert charts()
+    at.number_input(key="ev_steps").set_value(200).run()  # another setting: that grid is not this one's
+    if any(b.label == "Run the evaluation" for b in at.button):
+        at.button(key="ev_run").click().run()
+    assert not at.exception and "Brute force" in at.dataframe[0].value.index  # the page is drawn in full...
+    assert not charts()  # ...without the grid of the other setting
