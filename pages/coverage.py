@@ -171,7 +171,8 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
                    format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}",
                    help=f"Opens on the query where the rankers' {measure_name} differs most ({disputed}).")
 judgments = query_judgments(qrels, qid)
-st.dataframe(query_metrics(values, weights, qid, measure_name), width="stretch", key="cov_query_metrics")
+st.dataframe(query_metrics(values, weights, qid, measure_name), width="stretch", key="cov_query_metrics",
+             column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
 side = side_by_side(runs, judgments, qid, k=10)
 st.dataframe(readable_grades(side), hide_index=True, width="stretch", key="cov_side_by_side", placeholder="—")
 empty = [r for r in names if side[r].isna().all()]

@@ -29,10 +29,24 @@ def ranker_colours(names) -> dict[str, str]:
     return {n: colours[n] for n in names}
 
 
+LEGEND_ROW_LIMIT = 6  # more entries than this wrap into rows that cover the plot: they go to the right
+
+
+def legend_entries(fig: go.Figure) -> int:
+    return sum(1 for t in fig.data if t.showlegend is not False and t.name)
+
+
 def style(fig: go.Figure, title: str | None = None, height: int = 360) -> go.Figure:
+    """A few legend entries sit in one row above the plot; many (e.g. 5 methods x 2 depths) are listed
+    to the right of it, where plotly makes room for them instead of drawing them over the data."""
+    entries = legend_entries(fig)
+    if entries > LEGEND_ROW_LIMIT:
+        legend = dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02)
+        height = max(height, 150 + 22 * entries)  # the whole list, without a scroll bar
+    else:
+        legend = dict(orientation="h", yanchor="bottom", y=1.01, x=0)
     fig.update_layout(
         title=dict(text=title, y=0.97, yanchor="top", x=0.01) if title else None, font=FONT, height=height,
-        margin=dict(l=50, r=20, t=85 if title else 30, b=45),
-        template="plotly_white", legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+        margin=dict(l=50, r=20, t=85 if title else 30, b=45), template="plotly_white", legend=legend,
     )
     return fig

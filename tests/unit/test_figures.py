@@ -26,3 +26,15 @@ def test_result_grades_colours_unjudged_grey():
     fig = result_grades(results)
     assert list(fig.data[0].marker.color) == ["#4C78A8", "#DDDDDD"]
     assert fig.data[0].customdata[1][0] == "unjudged"
+
+
+def test_many_legend_entries_go_beside_the_plot_not_over_it():
+    from eqi_core.figures.exposure import trait_curves
+
+    series = ["exposing"] + [f"{m} top-{k}" for m in ("BM25-reverse", "BM25-tuned", "dense-reverse", "Append", "Residual")
+                             for k in (10, 100)]
+    frame = pd.DataFrame([(s, g, 0.5) for s in series for g in ("[1, 2)", "[2, 3)")], columns=["series", "group", "probability"])
+    many = trait_curves(frame, "length")
+    assert many.layout.legend.orientation == "v" and many.layout.legend.x > 1  # 11 entries: a column to the right
+    few = trait_curves(frame[frame["series"].isin(series[:3])], "length")
+    assert few.layout.legend.orientation == "h" and few.layout.legend.y > 1  # 3 entries: one row above
