@@ -188,15 +188,20 @@ def tasc(
     baseline: str | None = typer.Option(None, "--baseline", help="reference of the earliest ranker (e.g. bm25)"),
     release: list[str] = typer.Option([], "--release", help="NAME=YYYY-MM release date; repeat (known rankers have defaults)"),
     n_boot: int = typer.Option(1000, "--bootstrap", min=100, max=100_000, help="bootstrap resamples for the CIs"),
+    correction: str = typer.Option("holm", "--correction", help="paired tests' multiple-testing correction: holm, bonferroni or bh"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSV, LaTeX, HTML and PNG figures here"),
 ) -> None:
-    """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers."""
+    """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers, with paired t and
+    Wilcoxon tests between every pair."""
     from eqi_core.coverage import compute_matrix, tasc_table
+    from eqi_core.coverage.significance import CORRECTIONS, formatted_tests, pairwise_tests, readable_tests
     from eqi_core.coverage.sources import combine_runs, live_runs, load_run_files
     from eqi_core.errors import DataError as _DataError
     from eqi_core.loaders.trec import read_qrels
     from eqi_core.rankers import release_date_for
 
+    if correction not in CORRECTIONS:  # before any work: nothing printed or written on bad input
+        raise _DataError(f"--correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
     store = _store()
     files = load_run_files(list(run_files))
     coll = _load(collection, store) if collection else None
@@ -222,6 +227,9 @@ def tasc(
         typer.echo(f"note: {note}", err=True)
     typer.echo(f"{len(matrix.values)} queries, measure {matrix.measure}, mode {mode}")
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    tests = pairwise_tests(matrix.values, correction)
+    typer.echo(f"\npaired tests ({correction} correction; significance says nothing about which queries each covers)")
+    typer.echo(formatted_tests(readable_tests(tests, correction)).to_string(index=False))
     if output_dir:
         from eqi_core.coverage.export import figure_html, tasc_latex, write_figure
         from eqi_core.figures import coverage as figs
@@ -229,13 +237,15 @@ def tasc(
         output_dir.mkdir(parents=True, exist_ok=True)
         matrix.values.to_csv(output_dir / "matrix.csv")
         table.to_csv(output_dir / "tasc.csv", index=False)
+        tests.to_csv(output_dir / "significance.csv", index=False)
         (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure))
         figures = {"sorted": figs.sorted_per_query(matrix.values, matrix.measure), **figs.tasc_figures(table, matrix.measure),
                    "unsolved": figs.solved_by_count(matrix.values)}
         for name, fig in figures.items():
             (output_dir / f"{name}.html").write_text(figure_html(fig))
             write_figure(fig, output_dir / f"{name}.png")
-        typer.echo(f"wrote matrix.csv, tasc.csv, tasc.tex and {len(figures)} figures (HTML + PNG) to {output_dir}")
+        typer.echo(f"wrote matrix.csv, tasc.csv, significance.csv, tasc.tex and {len(figures)} figures (HTML + PNG) "
+                   f"to {output_dir}")
 
 
 def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | None = None, run_file: Path | None = None,

@@ -70,13 +70,20 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
 
 
 def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, meta: dict, figures: list[go.Figure],
-                    notes: list[str], solved_only: dict[str, list[str]], query_text: dict[str, str]) -> str:
-    """Ranker comparison report: TaSC table, figures, unsolved and uniquely solved queries."""
+                    notes: list[str], solved_only: dict[str, list[str]], query_text: dict[str, str],
+                    tests: pd.DataFrame | None = None) -> str:
+    """Ranker comparison report: TaSC table, figures, the paired tests (``readable_tests``), unsolved and
+    uniquely solved queries."""
+    from eqi_core.coverage.significance import formatted_tests
+
     unsolved = values.index[(values <= 0).all(axis=1)]
     body = [f"<p>{len(values)} queries, per-query {html.escape(measure)}.</p>"]
     body += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     body.append("<h2>TaSC and mean metric</h2>" + _table(table))
     body.append("<h2>Figures</h2>" + "".join(_figures(figures)))
+    if tests is not None and len(tests):
+        body.append("<h2>Paired significance tests</h2><p class='note'>A significant difference in means says nothing "
+                    "about which queries each ranker covers: read it next to TaSC.</p>" + _table(formatted_tests(tests)))
     body.append(f"<h2>Unsolved by every ranker ({len(unsolved)} queries)</h2>" + _table(
         pd.DataFrame({"query_id": unsolved, "query": [query_text.get(q, "") for q in unsolved]})))
     for ranker, queries in solved_only.items():

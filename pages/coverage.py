@@ -6,7 +6,7 @@ from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
 from eqi_core.coverage.drilldown import query_judgments, query_metrics, readable_grades, side_by_side, solved_only_table
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
-from eqi_core.coverage.significance import CORRECTIONS, pairwise_tests
+from eqi_core.coverage.significance import CORRECTIONS, p_value_columns, pairwise_tests, readable_tests
 from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs, run_files_beside
 from eqi_core.coverage.tasc import MODES
 from eqi_core.errors import DataError
@@ -181,29 +181,26 @@ if empty:
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
     st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 
-meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "qrels": qrels_key,
-        "rankings": ", ".join(names), "measure": measure_name, "mode": mode, "baseline": baseline if mode == "chronological" else "—",
-        "release dates": ", ".join(f"{r}={d}" for r, d in dates), "bootstrap": "1000 resamples of queries, 95% percentile"}
-report_figures = [figs.sorted_per_query(values, measure_name), *figs.tasc_figures(table, measure_name).values(),
-                  figs.solved_by_count(values)]
-st.download_button("Comparison report (HTML, opens offline)",
-                   coverage_report(table, values, measure_name, meta, report_figures, notes,
-                                   {r: list(solved_only[r]) for r in names}, texts),
-                   "coverage-report.html", "text/html", key="cov_report", type="primary")
-
 # -- statistics ------------------------------------------------------------------------------
 st.subheader("Paired significance tests")
 st.caption("A significant difference in means says nothing about which queries each ranker covers: read it next to TaSC.")
 correction = st.radio("Multiple-testing correction", CORRECTIONS, horizontal=True, key="cov_correction")
-p_value = lambda label: st.column_config.NumberColumn(label, format="%.2e")
-st.dataframe(pairwise_tests(values, correction), hide_index=True, width="stretch", key="cov_tests", column_config={
-    "a": "A", "b": "B", "mean_a": st.column_config.NumberColumn("mean A", format="%.4f"),
-    "mean_b": st.column_config.NumberColumn("mean B", format="%.4f"),
-    "mean_diff": st.column_config.NumberColumn("A − B", format="%+.4f"),
-    "a_better": "A better", "b_better": "B better", "ties": "ties",
-    "t_p": p_value("t-test p"), "wilcoxon_p": p_value("Wilcoxon p"),
-    "t_p_adj": p_value(f"t-test p ({correction})"), "wilcoxon_p_adj": p_value(f"Wilcoxon p ({correction})"),
-    "t_significant": "t-test significant", "wilcoxon_significant": "Wilcoxon significant"})
+tests = readable_tests(pairwise_tests(values, correction), correction)
+st.dataframe(tests, hide_index=True, width="stretch", key="cov_tests", column_config={
+    **{c: st.column_config.NumberColumn(format="%.2e") for c in p_value_columns(tests)},
+    "mean A": st.column_config.NumberColumn(format="%.4f"), "mean B": st.column_config.NumberColumn(format="%.4f"),
+    "A − B": st.column_config.NumberColumn(format="%+.4f")})
+
+meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "qrels": qrels_key,
+        "rankings": ", ".join(names), "measure": measure_name, "mode": mode, "baseline": baseline if mode == "chronological" else "—",
+        "release dates": ", ".join(f"{r}={d}" for r, d in dates), "bootstrap": "1000 resamples of queries, 95% percentile",
+        "multiple-testing correction": correction}
+report_figures = [figs.sorted_per_query(values, measure_name), *figs.tasc_figures(table, measure_name).values(),
+                  figs.solved_by_count(values)]
+st.download_button("Comparison report (HTML, opens offline)",
+                   coverage_report(table, values, measure_name, meta, report_figures, notes,
+                                   {r: list(solved_only[r]) for r in names}, texts, tests),
+                   "coverage-report.html", "text/html", key="cov_report", type="primary")
 
 with link:
     copy_link(sync_url(URL))

@@ -40,3 +40,29 @@ def pairwise_tests(values: pd.DataFrame, correction: str = "holm", alpha: float 
         table[f"{col}_adj"] = adj
         table[f"{col.split('_')[0]}_significant"] = adj < alpha
     return table
+
+
+def readable_tests(table: pd.DataFrame, correction: str) -> pd.DataFrame:
+    """``pairwise_tests`` for people (the page, the report, ``eqi tasc``): named columns, the corrected
+    p-values named by their correction; the values are unchanged."""
+    return table.rename(columns={
+        "a": "A", "b": "B", "mean_a": "mean A", "mean_b": "mean B", "mean_diff": "A − B", "a_better": "A better",
+        "b_better": "B better", "ties": "ties", "t_p": "t-test p", "wilcoxon_p": "Wilcoxon p",
+        "t_p_adj": f"t-test p ({correction})", "wilcoxon_p_adj": f"Wilcoxon p ({correction})",
+        "t_significant": "t-test significant", "wilcoxon_significant": "Wilcoxon significant"})
+
+
+def p_value_columns(readable: pd.DataFrame) -> list[str]:
+    return [c for c in readable.columns if c.startswith(("t-test p", "Wilcoxon p"))]
+
+
+def formatted_tests(readable: pd.DataFrame) -> pd.DataFrame:
+    """Text for a static table: p in scientific notation (3.6e-01, 8.2e-24: p-values span dozens of
+    orders of magnitude), means at four decimals, A − B signed."""
+    out = readable.copy()
+    for c in p_value_columns(out):
+        out[c] = [f"{p:.1e}" for p in out[c]]
+    for c in ("mean A", "mean B"):
+        out[c] = [f"{v:.4f}" for v in out[c]]
+    out["A − B"] = [f"{v:+.4f}" for v in out["A − B"]]
+    return out

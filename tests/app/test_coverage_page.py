@@ -33,8 +33,8 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
     assert tasc_table(at)["TaSC max (95% CI)"].str.match(r"^\d\.\d{4} \[").all()
     query = at.selectbox(key="cov_query")
     assert query.value == "q2" and query.options[0] != "q2"  # opens where the rankers differ most, not on the first
-    tests = next(d for d in at.dataframe if "wilcoxon_p" in d.value.columns)
-    assert '"label": "Wilcoxon p"' in tests.proto.columns and '"%.2e"' in tests.proto.columns  # not 0.0000...0008
+    tests = next(d for d in at.dataframe if "Wilcoxon p" in d.value.columns)
+    assert "Wilcoxon p (holm)" in tests.value.columns and '"%.2e"' in tests.proto.columns  # not 0.0000...0008
     side = next(d for d in at.dataframe if "bm25 grade" in d.value.columns)
     assert side.value["bm25"].isna().any() and side.proto.placeholder == "—"  # BM25 lists 6 of 10: not "None"
     at.selectbox(key="cov_measure").set_value("RR@10").run()

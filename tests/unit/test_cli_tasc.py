@@ -22,6 +22,11 @@ def test_tasc_cli_by_hand(files):
     # RR old = [1, .5, 0], new = [.5, 0, 1] -> TaSC max(new | old) = (0*.5 + .5*0 + 1*1) / 3
     new_row = [line_ for line_ in result.output.splitlines() if line_.strip().startswith("new")][0]
     assert "0.3333" in new_row
+    # paired tests by hand: RR differences old - new = [.5, .5, -1] -> mean 0, one pair: Holm leaves p as it is
+    assert "paired tests (holm correction" in result.output
+    test_row = [line_ for line_ in result.output.splitlines() if line_.split()[:2] == ["old", "new"]][0].split()
+    assert test_row[2:8] == ["0.5000", "0.5000", "+0.0000", "2", "1", "0"]
+    assert test_row[8] == "1.0e+00" and test_row[10] == "1.0e+00"  # t = 0: p = 1, raw and corrected
 
 
 def test_tasc_cli_writes_exports(files, tmp_path):
@@ -30,13 +35,14 @@ def test_tasc_cli_writes_exports(files, tmp_path):
             "--mode", "all-others", "--bootstrap", "100", "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert {"matrix.csv", "tasc.csv", "tasc.tex", "bars.html", "bars.png"} <= {p.name for p in out.iterdir()}
+    assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png"} <= {p.name for p in out.iterdir()}
 
 
 @pytest.mark.parametrize("extra,message", [
     (["--measure", "nope"], "metric 'nope' does not exist"),
     (["--mode", "sideways"], "expected one of chronological"),
     (["--release", "ghost=2020"], "expected NAME=YYYY-MM with NAME one of"),
+    (["--correction", "nope"], "--correction 'nope': expected one of holm, bonferroni, bh"),
 ])
 def test_tasc_cli_errors_are_one_line(files, monkeypatch, capsys, extra, message):
     monkeypatch.setattr("sys.argv", ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
@@ -77,4 +83,5 @@ def test_runs_named_alike_are_all_kept(files, tmp_path):
                                  "--run", str(files / "new.trec"), "--run", str(files / "old.dl19.trec"),
                                  "--mode", "all-others", "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
-    assert [ln.split()[0] for ln in result.output.splitlines()[-3:]] == ["old", "new", "old.dl19"]
+    tasc_rows = result.output.split("\npaired tests")[0].splitlines()[-3:]
+    assert [ln.split()[0] for ln in tasc_rows] == ["old", "new", "old.dl19"]

@@ -69,5 +69,11 @@ def test_coverage_report():
     page = coverage_report(table, values, "RR@10", {"collection fingerprint": "f00"}, [figs.tasc_bars(table)], [],
                            {"bm25": [], "dense": ["q2"]}, {"q2": "second query", "q3": "third"})
     assert "Unsolved by every ranker (1 queries)" in page and "Solved only by dense (1 queries)" in page
-    assert "second query" in page and "f00" in page
+    assert "second query" in page and "f00" in page and "Paired significance tests" not in page
+    from eqi_core.coverage.significance import pairwise_tests, readable_tests
+
+    tests = readable_tests(pairwise_tests(values, "holm"), "holm")
+    page = coverage_report(table, values, "RR@10", {}, [], [], {}, {}, tests)
+    assert "Paired significance tests" in page and "Wilcoxon p (holm)" in page
+    assert f"{tests['t-test p'].iloc[0]:.1e}" in page and "-0.1667" in page  # p as 7.4e-01; A − B = 1/3 - 1/2, signed
     write_report("coverage-report.html", page)
