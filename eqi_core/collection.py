@@ -135,6 +135,16 @@ class Collection:
         texts = self.passages["text"].fillna("")
         return [f"{t}. {x}" if t else x for t, x in zip(titles, texts)]
 
+    def passage_text(self, doc_id: str) -> str | None:
+        """One passage's text as rankers index it (title and body joined); None for an id that is
+        not among the passages (a run or qrels may name passages the collection lacks)."""
+        at = self.doc_index.get_indexer([doc_id])[0]
+        if at < 0:
+            return None
+        title, text = self.passages["title"].iat[at], self.passages["text"].iat[at]
+        title, text = ("" if pd.isna(title) else title), ("" if pd.isna(text) else text)
+        return f"{title}. {text}" if title else text
+
     def find_passages(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
         """Passages whose id or text contains ``pattern`` (case-insensitive, literal)."""
         return _filter(self.passages, ["doc_id", "title", "text"], pattern, limit)

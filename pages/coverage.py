@@ -3,7 +3,15 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
-from eqi_core.coverage.drilldown import query_judgments, query_metrics, readable_grades, side_by_side, solved_only_table
+from eqi_core.coverage.drilldown import (
+    most_relevant_cell,
+    passage_ranks,
+    query_judgments,
+    query_metrics,
+    readable_grades,
+    side_by_side,
+    solved_only_table,
+)
 from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, p_value_columns, pairwise_tests, readable_tests
@@ -18,6 +26,7 @@ from eqi_core.store import content_digest
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, live_run
+from pages._text import literal
 from pages._url import as_list, copy_link, page_header, sync_url
 
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
@@ -171,13 +180,29 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
                    format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}",
                    help=f"Opens on the query where the rankers' {measure_name} differs most ({disputed}).")
 judgments = query_judgments(qrels, qid)
-st.dataframe(query_metrics(values, weights, qid, measure_name), width="stretch", key="cov_query_metrics",
+order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
+st.dataframe(query_metrics(values[order], weights, qid, measure_name), width="stretch", key="cov_query_metrics",
              column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
-side = side_by_side(runs, judgments, qid, k=10)
-st.dataframe(readable_grades(side), hide_index=True, width="stretch", key="cov_side_by_side", placeholder="—")
-empty = [r for r in names if side[r].isna().all()]
+side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)
+opening = most_relevant_cell(side)
+picked = st.dataframe(readable_grades(side), hide_index=True, width="stretch", key=f"cov_side_by_side_{qid}",
+                      placeholder="—", on_select="rerun", selection_mode="single-cell",
+                      selection_default={"selection": {"cells": [opening]}} if opening else None)
+empty = [r for r in order if side[r].isna().all()]
 if empty:
     st.caption(f"{', '.join(empty)} returned no passage for this query (scored 0).")
+cells = [(row, col) for row, col in picked.selection.cells if col in runs and pd.notna(side.at[row, col])]
+if cells:
+    row, col = cells[0]
+    doc = side.at[row, col]
+    grade = judgments.get(doc)
+    body = collection.passage_text(doc)
+    st.markdown(f"**{literal(doc)}** ({'unjudged' if grade is None else f'grade {grade}'}), {literal(col)}'s rank {row + 1}: "
+                f"{literal(body) if body is not None else '*not among the collection passages*'}")
+    st.dataframe(passage_ranks({r: runs[r] for r in order}, qid, doc).set_index("ranker").T,
+                 width="stretch", key="cov_passage_ranks")
+else:
+    st.caption("Click a passage id to read it and see where every ranker puts it.")
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
     st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 

@@ -16,6 +16,7 @@ from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
+from pages._text import literal
 from pages._url import copy_link, page_header, sync_url
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
@@ -46,16 +47,15 @@ if source == "From the collection":
     found = collection.find_passages(pattern, limit=200)
     options = list(found["doc_id"])
     wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
-    if wanted in set(collection.passages["doc_id"]) and wanted not in options:
+    if wanted is not None and wanted in collection.doc_index and wanted not in options:
         options = [wanted] + options
     if st.session_state.get("exp_doc") not in options:
         st.session_state["exp_doc"] = options[0] if options else None
-    texts = dict(zip(collection.passages["doc_id"], collection.passages["text"]))
     if not options:
         st.warning("No passage matches; change the filter.")
         st.stop()
-    doc_id = c2.selectbox("Passage", options, key="exp_doc", format_func=lambda d: f"{d}: {texts.get(d, '')[:90]}")
-    st.markdown(f"> {texts.get(doc_id, '')}")
+    doc_id = c2.selectbox("Passage", options, key="exp_doc", format_func=lambda d: f"{d}: {(collection.passage_text(d) or '')[:90]}")
+    st.markdown(f"> {literal(collection.passage_text(doc_id) or '')}")
 else:
     text = st.text_area("A passage that is not in the collection", key="exp_text", height=100,
                         placeholder="Paste a document: which logged queries would show it, and how high?")

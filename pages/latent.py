@@ -11,6 +11,7 @@ from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, tra
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop
+from pages._text import literal
 from pages._url import copy_link, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
@@ -69,7 +70,7 @@ if st.session_state.get("lat_target") not in options:
     st.session_state["lat_target"] = options[0]
 target = c2.selectbox("Target passage", options, key="lat_target",
                       format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {texts.get(d, '(not in the collection)')[:80]}")
-st.markdown(f"> **Target** {target}: {texts.get(target, '')}")
+st.markdown(f"> **Target** {literal(target)}: {literal(texts.get(target, ''))}")
 
 p1, p2, p3, p4 = st.columns([2, 2, 3, 2])
 steps = p1.slider("Steps K", 1, 20, key="lat_steps", help="q_k = q + (k/K)(d - q); the paper used up to 20")
@@ -114,11 +115,11 @@ m2.metric("Best rank of a reformulation", best_rank, delta=int(original_rank - b
 m3.metric("Best nDCG@10 of a reformulation", f"{reform['ndcg10'].max():.3f}" if len(reform) else "none")
 m4.metric("Steps decoded", len(frame))
 if hit is not None:
-    st.success(f"**What should have been asked:** “{hit['decoded']}” (step {int(hit['step'])} of {steps}) ranks the target first.",
+    st.success(f"**What should have been asked:** “{literal(hit['decoded'])}” (step {int(hit['step'])} of {steps}) ranks the target first.",
                icon=":material/lightbulb:")
 else:
     best = trav.best()
-    st.info(f"No step ranks the target first; the best is “{best['decoded']}” at rank {int(best['target_rank'])} "
+    st.info(f"No step ranks the target first; the best is “{literal(best['decoded'])}” at rank {int(best['target_rank'])} "
             f"(step {int(best['step'])}).", icon=":material/info:")
 
 # -- steps table and the map --------------------------------------------------------------------------------

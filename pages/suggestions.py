@@ -11,6 +11,7 @@ from eqi_core.suggestion.panel import CHOICES, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop
+from pages._text import literal
 from pages._url import copy_link, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
@@ -77,8 +78,8 @@ if judged:
     if len(reach):
         which = "1 suggestion ranks" if len(reach) == 1 else f"{len(reach)} suggestions rank"
         shown = "" if len(reach) <= 3 else " (the first 3 in the table below)"
-        st.success(f"{which} the gold passage {gold} first{shown}: "
-                   + "; ".join(f"“{t}” ({m})" for t, m in zip(reach["suggestion"][:3], reach["model"][:3])),
+        st.success(f"{which} the gold passage {literal(gold)} first{shown}: "
+                   + "; ".join(f"“{literal(t)}” ({m})" for t, m in zip(reach["suggestion"][:3], reach["model"][:3])),
                    icon=":material/lightbulb:")
     else:
         st.info(f"No suggestion ranks the gold passage {gold} first.", icon=":material/info:")
@@ -95,7 +96,7 @@ st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "su
                    icon=":material/download:")
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
 row = int(rows[0]) if rows else 0
-st.markdown(f"**Top 10 for** “{table['suggestion'].iloc[row]}” ({table['model'].iloc[row]})")
+st.markdown(f"**Top 10 for** “{literal(table['suggestion'].iloc[row])}” ({table['model'].iloc[row]})")
 emb = space.encode([table["suggestion"].iloc[row]])[0]
 top = space.judged_top(emb, query_id, gold or "", 10)
 if not judged:

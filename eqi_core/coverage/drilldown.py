@@ -2,6 +2,7 @@
 grades (DiffIR-style), and the queries only one ranker solves."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from eqi_core.runs import Run
@@ -16,6 +17,33 @@ def side_by_side(runs: dict[str, Run], judgments: dict[str, int], query_id: str,
         out[name] = docs
         out[f"{name} grade"] = [judgments.get(d) if d is not None else None for d in docs]
     return out
+
+
+def passage_ranks(runs: dict[str, Run], query_id: str, doc_id: str) -> pd.DataFrame:
+    """Where each ranker puts one passage for one query (trec_eval order, the run's full depth), so a
+    passage read in the side-by-side can be followed into every other ranker's list."""
+    rows = []
+    for name, run in runs.items():
+        listed = run.trec_eval_order().for_query(query_id)["doc_id"].to_numpy()
+        hits = np.flatnonzero(listed == doc_id)
+        rows.append({"ranker": name, "rank": f"{hits[0] + 1}" if len(hits) else f"not in its top {len(listed):,}"})
+    return pd.DataFrame(rows, columns=["ranker", "rank"])
+
+
+def most_relevant_cell(side: pd.DataFrame) -> tuple[int, str] | None:
+    """The side-by-side cell to open on: the highest-graded passage listed, at its best rank (first
+    ranker in column order on ties); None when no listed passage is judged relevant."""
+    best: tuple[float, int, int] | None = None
+    cell = None
+    rankers = [c[:-len(" grade")] for c in side.columns if c.endswith(" grade")]
+    for col, name in enumerate(rankers):
+        for row, grade in enumerate(side[f"{name} grade"]):
+            if pd.isna(grade) or grade <= 0:
+                continue
+            key = (-float(grade), row, col)
+            if best is None or key < best:
+                best, cell = key, (row, name)
+    return cell
 
 
 def readable_grades(table: pd.DataFrame) -> pd.DataFrame:

@@ -37,6 +37,15 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
     assert "Wilcoxon p (holm)" in tests.value.columns and '"%.2e"' in tests.proto.columns  # not 0.0000...0008
     side = next(d for d in at.dataframe if "bm25 grade" in d.value.columns)
     assert side.value["bm25"].isna().any() and side.proto.placeholder == "—"  # BM25 lists 6 of 10: not "None"
+    # the side-by-side opens on the best judged passage, its text (Markdown-escaped) and where each ranker puts it
+    assert any(m.value.startswith("**d6** (grade 2), bm25's rank 1: Loans\\. a bank loan") for m in at.markdown)
+    ranks = next(d.value for d in at.dataframe if list(d.value.columns) == ["bm25", "minilm-l3-onnx"])
+    assert ranks.loc["rank"].tolist() == ["1", "1"]
+    at.session_state["cov_side_by_side_q2"] = {"selection": {"cells": [(5, "minilm-l3-onnx")]}}  # a click on d5
+    at.run()
+    assert any(m.value.startswith("**d5** (unjudged), minilm\\-l3\\-onnx's rank 6:") for m in at.markdown)
+    ranks = next(d.value for d in at.dataframe if list(d.value.columns) == ["bm25", "minilm-l3-onnx"])
+    assert ranks.loc["rank"].tolist() == ["not in its top 6", "6"]  # BM25 lists six passages for q2, not d5
     at.selectbox(key="cov_measure").set_value("RR@10").run()
     assert "mean RR@10" in at.subheader[0].value
     at.selectbox(key="cov_query").set_value("q2").run()

@@ -199,3 +199,12 @@ def test_first_view_query_is_the_curated_one_else_the_first_judged_one_else_the_
     assert coll.first_view_query() == "judged second"
     assert Collection("no judgments", passages, queries).first_view_query() == "unjudged first"
     assert Collection("empty log", passages, queries[:0]).first_view_query() == ""
+
+
+def test_one_passage_text_by_id_as_rankers_index_it():
+    from eqi_core.collection import Collection
+
+    passages = pd.DataFrame({"doc_id": ["d1", "d2"], "title": ["", "Banks"], "text": ["a river bank", "money"]})
+    coll = Collection("hand", passages, pd.DataFrame({"query_id": ["q1"], "text": ["bank"]}))
+    assert [coll.passage_text(d) for d in ("d1", "d2")] == coll.passage_texts() == ["a river bank", "Banks. money"]
+    assert coll.passage_text("d9") is None  # named by a run, not in the collection

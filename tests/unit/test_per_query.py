@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from eqi_core.coverage import compute_matrix, parse_measure
-from eqi_core.coverage.drilldown import readable_grades, side_by_side
+from eqi_core.coverage.drilldown import most_relevant_cell, passage_ranks, readable_grades, side_by_side
 from eqi_core.coverage.significance import pairwise_tests
 from eqi_core.errors import DataError
 from eqi_core.runs import Run
@@ -90,6 +90,22 @@ def test_side_by_side_grades():
     assert table["r2"].tolist()[0] == "b" and table["r2 grade"].tolist()[0] == 2
     shown = readable_grades(table)  # what the page shows: no grid of None
     assert shown["r1 grade"].tolist() == ["unjudged", "1", ""] and table["r1 grade"].iloc[1] == 1
+
+
+def test_a_passage_followed_into_every_ranker():
+    assert passage_ranks({"r1": R1, "r2": R2}, "q1", "a").to_dict("list") == {
+        "ranker": ["r1", "r2"], "rank": ["2", "not in its top 1"]}
+    tied = run("t", [("q1", "b", 1, 1.0), ("q1", "x", 2, 1.0)])  # trec_eval order: x (doc_id desc) before b
+    assert passage_ranks({"t": tied}, "q1", "b")["rank"].tolist() == ["2"]
+    assert passage_ranks({"r1": R1}, "q3", "d")["rank"].tolist() == ["not in its top 0"]  # r1 has no q3
+
+
+def test_side_by_side_opens_on_the_best_judged_passage():
+    table = side_by_side({"r1": R1, "r2": R2}, {"a": 1, "b": 2}, "q1", k=3)
+    assert most_relevant_cell(table) == (0, "r2")  # grade 2 beats grade 1, whatever the column order
+    assert most_relevant_cell(side_by_side({"r1": R1, "r2": R2}, {"a": 1, "b": 1}, "q1", k=3)) == (0, "r2")  # tie: best rank
+    assert most_relevant_cell(side_by_side({"r1": R1, "r2": R2}, {"x": 1, "b": 1}, "q1", k=3)) == (0, "r1")  # tie: first column
+    assert most_relevant_cell(side_by_side({"r1": R1}, {"a": 0}, "q1", k=3)) is None  # nothing relevant listed
 
 
 def test_most_disputed_query_is_where_rankers_differ_most():
