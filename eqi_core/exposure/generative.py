@@ -61,8 +61,10 @@ def passage_ranks(setup: ExposureSetup, queries: list[str], doc: int | None, tex
         # the passage's own score from the same product (a separate dot product may round above it)
         own = scores[:, doc] if doc is not None else q @ ranker.encoder.encode([text])[0]
         return (1 + (scores > own[:, None]).sum(axis=1)).astype(float)
+    if doc is None and spec.map_source == "bm25":
+        return setup.bm25_with_new_passage().ranks(text, queries)
     if doc is None:
-        raise DataError(f"{spec.name}: exact ranks of pasted text are computed for dense rankers only")
+        raise DataError(f"{spec.name}: exact ranks of pasted text are computed for dense rankers and BM25 only")
     doc_id = setup.collection.passages["doc_id"].iloc[doc]
     run = ranker.search(dict(zip(map(str, range(len(queries))), queries)), k=len(setup.collection.passages))
     hit = run.frame[run.frame["doc_id"] == doc_id].set_index("query_id")["rank"]

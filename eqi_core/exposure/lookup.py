@@ -58,6 +58,13 @@ def exact_for_new_text(setup: ExposureSetup, passage_emb: np.ndarray, n_qd: int)
     return _exact_frame(setup, q[order], rank0[order], n_qd)
 
 
+def exact_bm25_for_new_text(setup: ExposureSetup, text: str, n_qd: int) -> pd.DataFrame:
+    """Exact exposing queries of a passage not in the collection under BM25: as if appended to the
+    collection, whose statistics (and so every passage's score) it changes (rankers/bm25.py)."""
+    q, rank0 = setup.bm25_with_new_passage().exposing(text, n_qd)
+    return _exact_frame(setup, q, rank0, n_qd)
+
+
 def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: int) -> pd.DataFrame:
     """Exposing queries with rank and exposure n_q->d - rho; with the log's counts, how often each
     was searched and the exposure weighted by it."""
@@ -102,12 +109,15 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
         emb = setup.encoder.encode([passage_text])[0]
     notes.extend(truncation_notes(setup, passage_text))
     if doc_id is None:
-        if ranker_spec(setup.ranker_id).family == "dense":
+        spec = ranker_spec(setup.ranker_id)
+        if spec.family == "dense":
             exact = exact_for_new_text(setup, emb, n_qd)
+        elif spec.map_source == "bm25":
+            exact = exact_bm25_for_new_text(setup, passage_text, n_qd)
         else:
             exact = None
-            notes.append(f"exact exposure of pasted text is computed for dense rankers only; for "
-                         f"{ranker_spec(setup.ranker_id).name} the approximate methods are shown without ground truth")
+            notes.append(f"exact exposure of pasted text is computed for dense rankers and BM25; for "
+                         f"{spec.name} the approximate methods are shown without ground truth")
     lists = {}
     for name, method in methods.items():
         if hasattr(method, "retrieve_texts"):

@@ -129,6 +129,15 @@ class ExposureSetup:
             self._methods["dense"] = DenseReverse(self.query_emb, name=f"dense-reverse ({self.space})")
         return self._methods["dense"]
 
+    def bm25_with_new_passage(self):
+        """BM25 (the ranker's parameters) over this collection and log, ready to take one pasted passage."""
+        from eqi_core.rankers.bm25 import BM25WithNewPassage
+
+        if "bm25_new_passage" not in self._methods:
+            self._methods["bm25_new_passage"] = BM25WithNewPassage.prepare(
+                self.collection.passage_texts(), self.collection.queries["text"].tolist())
+        return self._methods["bm25_new_passage"]
+
     def bm25_reverse(self, k1: float = 0.9, b: float = 0.4) -> BM25Reverse:
         key = ("bm25", k1, b)
         if key not in self._methods:

@@ -98,3 +98,66 @@ def bm25_topk(retriever: bm25s.BM25, tokenizer, texts: list[str], k: int, progre
     indices[scores <= 0] = -1  # a passage sharing no term with the query is not retrieved
     scores[indices < 0] = 0.0
     return canonical_topk(scores, indices, k)
+
+
+@dataclass
+class BM25WithNewPassage:
+    """BM25's lists as they would be with one more passage appended to the collection, for the exact
+    exposure of a pasted text. Adding a passage changes the collection's statistics (the number of
+    passages, the mean length, the document frequency of its terms), so every passage's score moves:
+    the index is rebuilt with the passage (bm25s, the ranker's own tokenizer and parameters) and the
+    queries that share a term with it are re-scored in full. Passages and logged queries are
+    tokenized once. The appended passage has the last index, so ties go against it (the canonical
+    order is score descending, then passage index)."""
+    tokenizer: bm25s.tokenization.Tokenizer
+    passage_tokens: list[list[int]]
+    query_tokens: list[list[int]]
+    k1: float = 0.9
+    b: float = 0.4
+
+    @classmethod
+    def prepare(cls, passage_texts: list[str], query_texts: list[str], k1: float = 0.9, b: float = 0.4) -> BM25WithNewPassage:
+        tok = make_tokenizer()  # one vocabulary for passages and queries: a query term no passage has keeps an id
+        passages = tok.tokenize(passage_texts, return_as="ids", show_progress=False)
+        queries = tok.tokenize(query_texts, update_vocab=True, return_as="ids", show_progress=False)
+        return cls(tok, passages, queries, k1, b)
+
+    def _tokens(self, texts: list[str], fresh: dict[str, int]) -> list[list[int]]:
+        """Texts as ids of this vocabulary; terms it lacks get new ids (shared through ``fresh``), so a
+        pasted passage's own terms count in its length and match a new query that has them."""
+        vocab = self.tokenizer.get_vocab_dict()
+        stems = make_tokenizer().tokenize(texts, return_as="string", show_progress=False)  # no vocabulary filter
+        return [[vocab[s] if s in vocab else fresh.setdefault(s, len(vocab) + len(fresh)) for s in row if s]
+                for row in stems]
+
+    def _ranks(self, new: list[int], queries: list[list[int]], fresh: dict[str, int]) -> np.ndarray:
+        """0-based rank of the appended passage for each query (-1: it does not match the query)."""
+        out = np.full(len(queries), -1, dtype=np.int64)
+        terms = set(new)
+        matching = [i for i, q in enumerate(queries) if terms.intersection(q)]
+        if not matching:
+            return out
+        retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        vocab = {**self.tokenizer.get_vocab_dict(), **fresh}  # ids 0..V-1: bm25s sizes its arrays by the vocabulary
+        retriever.index((self.passage_tokens + [new], vocab), show_progress=False)
+        for i in matching:
+            scores = retriever.get_scores(queries[i])
+            if scores[-1] > 0:
+                out[i] = int((scores[:-1] >= scores[-1]).sum())
+        return out
+
+    def exposing(self, text: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(logged query indices, 0-based ranks) of the queries whose top n would hold the appended
+        passage, by rank then query index."""
+        fresh: dict[str, int] = {}
+        rank0 = self._ranks(self._tokens([text], fresh)[0], self.query_tokens, fresh)
+        q = np.flatnonzero((rank0 >= 0) & (rank0 < n))
+        order = np.lexsort((q, rank0[q]))
+        return q[order], rank0[q][order]
+
+    def ranks(self, text: str, queries: list[str]) -> np.ndarray:
+        """1-based rank of the appended passage for each of any ``queries`` (inf: not retrieved)."""
+        fresh: dict[str, int] = {}
+        new = self._tokens([text], fresh)[0]
+        rank0 = self._ranks(new, self._tokens(queries, fresh), fresh) if queries else np.zeros(0, dtype=np.int64)
+        return np.where(rank0 >= 0, rank0 + 1, np.inf).astype(float)

@@ -59,6 +59,27 @@ def test_lookup_by_id_and_pasted_text(setup):
     assert ((merged["rank_pasted"] - merged["rank_stored"]).between(0, 1)).all()
 
 
+def test_pasted_text_has_exact_bm25_exposure(tmp_path):
+    from eqi_core.exposure.generative import passage_ranks
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    bm25 = prepare_exposure(load_collection(f"beir:{TINY_BEIR}"), "bm25", ArtifactStore(tmp_path), depth=3)
+    methods = {"bm25": bm25.bm25_reverse()}
+    d1 = bm25.exposure.doc_index("d1")
+    by_id = passage_exposure(bm25, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
+    pasted = passage_exposure(bm25, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text=bm25.passage_text(d1))
+    assert not any("without ground truth" in n for n in pasted.notes) and pasted.relq is not None
+    # a copy of d1 competes with d1 (ties go against the copy): same queries, one rank lower, or out of the top 3
+    lower = dict(zip(by_id.exact["query_id"], by_id.exact["rank"] + 1))
+    assert dict(zip(pasted.exact["query_id"], pasted.exact["rank"])) == {q: r for q, r in lower.items() if r <= 3}
+    assert len(by_id.exact) > 0
+    logged = bm25.collection.queries["text"].tolist()
+    ranks = passage_ranks(bm25, logged, None, bm25.passage_text(d1))  # generative exposure ranks any query the same way
+    assert {bm25.exposure.query_ids[i]: r for i, r in enumerate(ranks) if r <= 3} == dict(
+        zip(pasted.exact["query_id"], pasted.exact["rank"]))
+
+
 def test_a_passage_longer_than_the_encoder_reads_says_so(setup):
     """MiniLM-L3 reads 128 word pieces: an auditor is told that the rest cannot change dense exposure."""
     methods = {"dense": setup.dense_reverse()}

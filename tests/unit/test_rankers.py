@@ -7,7 +7,7 @@ import pytest
 
 from eqi_core.errors import DataError
 from eqi_core.rankers import build_ranker, ranker_spec, run_all_queries
-from eqi_core.rankers.bm25 import make_tokenizer
+from eqi_core.rankers.bm25 import BM25WithNewPassage, make_tokenizer
 from eqi_core.rankers.dense import exact_topk
 from eqi_core.rankers.splade import rowwise_topk
 
@@ -40,6 +40,27 @@ def test_bm25_matches_brute_force(tiny, store, query):
     for doc_id, score in zip(run["doc_id"], run["score"]):
         assert score == pytest.approx(expected[doc_id], rel=1e-4)
     assert list(run["score"]) == sorted(run["score"], reverse=True)
+
+
+def test_bm25_with_a_pasted_passage_matches_the_formula_on_the_grown_collection(tiny):
+    """A pasted passage changes N, the mean length and its terms' df: ranks come from the collection
+    with it appended (textbook BM25 over all of it), ties against it; its own new word counts."""
+    docs, log = tiny.passage_texts(), tiny.queries["text"].tolist()
+    new = "A zebra crossed the river bank; the bank gave the zebra a loan"
+    grown = BM25WithNewPassage.prepare(docs, log)
+
+    def expected_rank0(query):
+        ref = bm25_reference(docs + [new], query)
+        return int((ref[:-1] >= ref[-1]).sum()) if ref[-1] > 0 else None
+
+    by_hand = {i: expected_rank0(q) for i, q in enumerate(log)}
+    assert any(r is not None for r in by_hand.values()) and any(r is None for r in by_hand.values())
+    q, rank0 = grown.exposing(new, n=3)
+    assert dict(zip(q.tolist(), rank0.tolist())) == {i: r for i, r in by_hand.items() if r is not None and r < 3}
+    assert list(zip(rank0, q)) == sorted(zip(rank0, q))  # by rank, then query
+    unseen = ["zebra", "zebra loan", "musical instrument", ""]
+    assert grown.ranks(new, unseen).tolist() == [1.0, 1.0, np.inf, np.inf]  # only the pasted passage has "zebra"
+    assert grown.ranks(new, ["bank loan"])[0] == expected_rank0("bank loan") + 1
 
 
 def test_bm25_unknown_terms_return_nothing(tiny, store):
