@@ -88,6 +88,9 @@ except DataError as exc:
 if source == "Paste a new passage" and not (text or "").strip():
     st.info("Paste a passage to see which queries would expose it.")
     st.stop()
+if text is not None and ranker_spec(ranker_id).family == "learned-sparse" and not setup.sparse_queries_ready():
+    with_progress(f"Encoding the query log with {ranker_spec(ranker_id).name} (once; kept in the store)...",
+                  setup.sparse_queries)  # what a pasted passage's exact exposure is compared with
 main_spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
 try:
     result = passage_exposure(setup, methods, [main_spec, relq_rbp(1.0, 1.0, n_dq), relq_exh_ndcg(n_dq)], n_qd, n_dq,

@@ -59,12 +59,16 @@ def passage_ranks(setup: ExposureSetup, queries: list[str], doc: int | None, tex
         q = np.concatenate([ranker.encode_queries([text_]) for text_ in queries]) if queries else np.zeros((0, 1))
         scores = q @ ranker.doc_embeddings.T
         # the passage's own score from the same product (a separate dot product may round above it)
-        own = scores[:, doc] if doc is not None else q @ ranker.encoder.encode([text])[0]
-        return (1 + (scores > own[:, None]).sum(axis=1)).astype(float)
+        if doc is not None:
+            return (1 + (scores > scores[:, doc, None]).sum(axis=1)).astype(float)
+        own = q @ ranker.encoder.encode([text])[0]  # a pasted passage comes last among equal scores
+        return (1 + (scores >= own[:, None]).sum(axis=1)).astype(float)
     if doc is None and spec.map_source == "bm25":
         return setup.bm25_with_new_passage().ranks(text, queries)
+    if doc is None and spec.family == "learned-sparse":
+        return ranker.ranks_of_new_passage(queries, text)
     if doc is None:
-        raise DataError(f"{spec.name}: exact ranks of pasted text are computed for dense rankers and BM25 only")
+        raise DataError(f"{spec.name}: exact ranks of pasted text need a ranker that runs here")
     doc_id = setup.collection.passages["doc_id"].iloc[doc]
     run = ranker.search(dict(zip(map(str, range(len(queries))), queries)), k=len(setup.collection.passages))
     hit = run.frame[run.frame["doc_id"] == doc_id].set_index("query_id")["rank"]

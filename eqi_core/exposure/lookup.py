@@ -46,14 +46,30 @@ def validate_depths(n_qd: int, n_dq: int, max_qd: int) -> None:
 
 
 def exact_for_new_text(setup: ExposureSetup, passage_emb: np.ndarray, n_qd: int) -> pd.DataFrame:
-    """Exact exposing queries of a passage not in the collection (dense rankers): it enters query q's
-    top n exactly when its score beats the n-th score of q's list in the exposure map."""
+    """Exact exposing queries of a passage not in the collection (dense rankers): its score for every
+    logged query against the scores cached in the exposure map."""
+    return _exact_from_scores(setup, setup.query_emb @ passage_emb.astype(np.float32), n_qd)
+
+
+def exact_sparse_for_new_text(setup: ExposureSetup, text: str, n_qd: int, progress=None) -> pd.DataFrame:
+    """The same for a learned-sparse ranker (SPLADE): the log's sparse vectors are encoded once and
+    kept in the store; a passage sharing no expansion term with a query is not retrieved by it."""
+    from eqi_core.rankers.registry import load_encoder
+
+    encoder = load_encoder(ranker_spec(setup.ranker_id).encoder)
+    s = (setup.sparse_queries(progress) @ encoder.encode_sparse([text]).T).toarray().ravel()
+    return _exact_from_scores(setup, np.where(s > 0, s, -np.inf), n_qd)
+
+
+def _exact_from_scores(setup: ExposureSetup, s: np.ndarray, n_qd: int) -> pd.DataFrame:
+    """The new passage enters query q's top n exactly when its score beats the n-th score of q's list in
+    the exposure map, at the rank given by how many of the listed scores reach it: ties go against it,
+    as a passage appended to the collection comes last among equal scores (the canonical order)."""
     if "topk_scores" not in setup._methods:
         setup._methods["topk_scores"] = setup.exposure.topk_scores()
     topk = setup._methods["topk_scores"][:, :n_qd]
-    s = setup.query_emb @ passage_emb.astype(np.float32)
-    q = np.flatnonzero(topk[:, -1] <= s)  # lists are sorted: beating the last kept score is entering the top n
-    rank0 = (topk[q] > s[q, None]).sum(axis=1)  # cached results scoring higher: the new passage's 0-based rank
+    q = np.flatnonzero((topk[:, -1] < s) & np.isfinite(s))  # lists are sorted: beating the last kept score
+    rank0 = (topk[q] >= s[q, None]).sum(axis=1)  # listed results scoring at least as high
     order = np.lexsort((q, rank0))
     return _exact_frame(setup, q[order], rank0[order], n_qd)
 
@@ -114,10 +130,12 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
             exact = exact_for_new_text(setup, emb, n_qd)
         elif spec.map_source == "bm25":
             exact = exact_bm25_for_new_text(setup, passage_text, n_qd)
+        elif spec.family == "learned-sparse":
+            exact = exact_sparse_for_new_text(setup, passage_text, n_qd)
         else:
             exact = None
-            notes.append(f"exact exposure of pasted text is computed for dense rankers and BM25; for "
-                         f"{spec.name} the approximate methods are shown without ground truth")
+            notes.append(f"{spec.name} is known only by its results: a pasted passage's exact exposure needs a ranker "
+                         "that runs here; the approximate methods are shown without ground truth")
     lists = {}
     for name, method in methods.items():
         if hasattr(method, "retrieve_texts"):

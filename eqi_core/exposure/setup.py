@@ -138,6 +138,19 @@ class ExposureSetup:
                 self.collection.passage_texts(), self.collection.queries["text"].tolist())
         return self._methods["bm25_new_passage"]
 
+    def sparse_queries_ready(self) -> bool:
+        return "sparse_queries" in self._methods
+
+    def sparse_queries(self, progress=None):
+        """The log's sparse vectors under a learned-sparse ranker (SPLADE), from the store or encoded once."""
+        from eqi_core.rankers.registry import load_encoder
+        from eqi_core.rankers.splade import query_matrix
+
+        if "sparse_queries" not in self._methods:
+            encoder = load_encoder(ranker_spec(self.ranker_id).encoder)
+            self._methods["sparse_queries"] = query_matrix(self.collection, self.store, encoder, progress)
+        return self._methods["sparse_queries"]
+
     def bm25_reverse(self, k1: float = 0.9, b: float = 0.4) -> BM25Reverse:
         key = ("bm25", k1, b)
         if key not in self._methods:

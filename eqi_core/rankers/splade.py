@@ -45,6 +45,14 @@ class SpladeRanker:
         matrix = sp.load_npz(art.file("passages.npz")).tocsr()
         return cls(encoder, matrix, collection.passages["doc_id"].to_numpy(dtype=object))
 
+    def ranks_of_new_passage(self, queries: list[str], text: str) -> np.ndarray:
+        """1-based rank a passage not in the collection would have for each query, among all passages
+        (inf: it shares no expansion term with the query); ties go against it, as appended last."""
+        q = self.encoder.encode_sparse(queries)
+        own = (q @ self.encoder.encode_sparse([text]).T).toarray().ravel()
+        listed = (q @ self._vocab_by_doc).toarray()
+        return np.where(own > 0, 1 + (listed >= own[:, None]).sum(axis=1), np.inf).astype(float)
+
     def search(self, queries: Queries, k: int = 100, progress: ProgressFn | None = None) -> Run:
         qids, texts = as_query_items(queries)
         q = self.encoder.encode_sparse(texts)
@@ -60,6 +68,21 @@ class SpladeRanker:
                 progress(min(start + step, len(texts)), len(texts))
         indices[scores <= 0] = -1  # no shared expansion term: not retrieved
         return Run.from_topk(self.name, qids, self.doc_ids, indices, scores, {"ranker": self.id})
+
+
+def query_matrix(collection: Collection, store: ArtifactStore, encoder: SpladeEncoder,
+                 progress: ProgressFn | None = None) -> sp.csr_matrix:
+    """The logged queries' sparse vectors (queries x vocabulary), encoded in one call as the ranker's
+    run over the log encodes them, and kept in the store: a pasted passage's exact exposure is then
+    one sparse product."""
+    def build(tmp: Path) -> dict:
+        m = encoder.encode_sparse(collection.queries["text"].tolist(), progress=progress)
+        sp.save_npz(tmp / "queries.npz", m, compressed=False)
+        return {"shape": list(m.shape), "nnz": int(m.nnz)}
+
+    art = store.get_or_build("splade-queries", {"collection": collection.fingerprint, "encoder": encoder.id}, build,
+                             sources=[f"collection:{collection.fingerprint}"])
+    return sp.load_npz(art.file("queries.npz")).tocsr()
 
 
 def rowwise_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

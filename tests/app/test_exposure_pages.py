@@ -47,6 +47,22 @@ def test_exposure_page_by_id_and_pasted(at):
     assert any("at most 100,000" in e.value for e in at.error)
 
 
+@pytest.mark.parametrize("ranker", ["bm25", "splade-tiny"])
+def test_pasted_passage_has_exact_exposure_under_lexical_and_sparse_rankers(monkeypatch, ranker):
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
+    at.session_state["_kept_ranker_id"] = ranker
+    at.run()
+    at.switch_page("pages/exposure.py").run()
+    at.radio(key="exp_source").set_value("Paste a new passage").run()
+    at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
+    assert not at.exception, at.exception
+    assert not any("without ground truth" in i.value for i in at.info)
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Exposing queries (exact)"]) > 0  # "bank loan interest" at least
+
+
 def test_exposure_evaluation_page_runs(at):
     at.switch_page("pages/exposure_eval.py").run()
     assert not at.exception, at.exception

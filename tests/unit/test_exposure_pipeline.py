@@ -80,6 +80,29 @@ def test_pasted_text_has_exact_bm25_exposure(tmp_path):
         zip(pasted.exact["query_id"], pasted.exact["rank"]))
 
 
+def test_pasted_text_has_exact_splade_exposure(tmp_path):
+    from eqi_core.exposure.generative import passage_ranks
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    store = ArtifactStore(tmp_path)
+    splade = prepare_exposure(load_collection(f"beir:{TINY_BEIR}"), "splade-tiny", store, depth=3)
+    methods = {"dense": splade.dense_reverse()}
+    d1 = splade.exposure.doc_index("d1")
+    by_id = passage_exposure(splade, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
+    pasted = passage_exposure(splade, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text=splade.passage_text(d1))
+    assert len(by_id.exact) > 0 and not any("without ground truth" in n for n in pasted.notes)
+    merged = by_id.exact.merge(pasted.exact, on="query_id", how="left", suffixes=("_stored", "_pasted"))
+    # a copy of d1 competes with d1: the same queries, at most one rank lower (or pushed out of the top 3)
+    assert ((merged["rank_pasted"] - merged["rank_stored"]).fillna(1).between(0, 1)).all()
+    assert set(pasted.exact["query_id"]) <= set(by_id.exact["query_id"])
+    ranks = passage_ranks(splade, splade.collection.queries["text"].tolist(), None, splade.passage_text(d1))
+    assert {splade.exposure.query_ids[i]: r for i, r in enumerate(ranks) if r <= 3} == dict(
+        zip(pasted.exact["query_id"], pasted.exact["rank"]))  # generative exposure ranks any query the same way
+    passage_exposure(splade, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text="a river bank")
+    assert len(store.list("splade-queries")) == 1  # the log is encoded once
+
+
 def test_a_passage_longer_than_the_encoder_reads_says_so(setup):
     """MiniLM-L3 reads 128 word pieces: an auditor is told that the rest cannot change dense exposure."""
     methods = {"dense": setup.dense_reverse()}
