@@ -17,7 +17,7 @@ from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._text import literal
-from pages._url import copy_link, page_header, sync_url
+from pages._url import copy_link, incoming, page_header, sync_url
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
 
@@ -28,7 +28,10 @@ if collection is None:
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100),
        "exp_ndq": ("ndq", int, min(50, default_n_dq(len(collection.queries)))),
-       "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9), SOURCE_KEY: ("log", str, "")}
+       "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9), SOURCE_KEY: ("log", str, ""),
+       "exp_text": ("text", str, "")}
+LINKED_TEXT_LIMIT = 2_000  # characters of pasted text a link carries (longer addresses break on some servers)
+PASTE = "Paste a new passage"
 link = page_header("Exposure", f"Which logged queries put a passage in {ranker_spec(ranker_id).name}'s top results, "
                    "and how high? Exact answer by brute force over the whole query log; approximate answers by reverse "
                    "retrieval and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).", URL)
@@ -39,7 +42,9 @@ for note in setup.notes:
     st.info(note, icon=":material/info:")
 
 # -- the passage -------------------------------------------------------------------------------
-source = st.radio("Passage", ["From the collection", "Paste a new passage"], horizontal=True, key="exp_source")
+if incoming().get("text"):  # a link to a pasted passage opens on it
+    st.session_state["exp_source"] = PASTE
+source = st.radio("Passage", ["From the collection", PASTE], horizontal=True, key="exp_source")
 doc_id, text = None, None
 if source == "From the collection":
     c1, c2 = st.columns([1, 2])
@@ -59,6 +64,8 @@ if source == "From the collection":
 else:
     text = st.text_area("A passage that is not in the collection", key="exp_text", height=100,
                         placeholder="Paste a document: which logged queries would show it, and how high?")
+    if len(text or "") > LINKED_TEXT_LIMIT:
+        st.caption(f"Copy link leaves out pasted text over {LINKED_TEXT_LIMIT:,} characters.")
 
 # -- parameters ----------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
@@ -67,7 +74,9 @@ n_dq = c2.slider("n_d→q: exposing queries listed", 1, 100, key="exp_ndq")
 gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, step=0.1, key="exp_gqd")
 gamma_dq = c4.slider("γ_d→q: auditor patience", 0.1, 1.0, step=0.1, key="exp_gdq")
 with link:
-    copy_link(sync_url(URL))
+    left_out = "exp_doc" if source == PASTE else "exp_text"
+    long_text = source == PASTE and len(text or "") > LINKED_TEXT_LIMIT
+    copy_link(sync_url({k: v for k, v in URL.items() if k != left_out and not (long_text and k == "exp_text")}))
 for warning in degenerate_settings(len(collection.queries), len(collection.passages), n_qd, n_dq):
     st.warning(warning, icon=":material/warning:")
 
@@ -85,7 +94,7 @@ try:
 except DataError as exc:
     st.warning(f"Learned heads unavailable: {exc}")
 
-if source == "Paste a new passage" and not (text or "").strip():
+if source == PASTE and not (text or "").strip():
     st.info("Paste a passage to see which queries would expose it.")
     st.stop()
 if text is not None and ranker_spec(ranker_id).family == "learned-sparse" and not setup.sparse_queries_ready():

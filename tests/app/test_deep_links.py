@@ -26,6 +26,22 @@ def test_exposure_page_link(app):
     assert app.slider(key="exp_nqd").value == 3 and app.slider(key="exp_gqd").value == pytest.approx(0.3)
 
 
+def test_exposure_page_link_to_a_pasted_passage(app):
+    app.run()
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "text": "a loan from the bank", "nqd": "3"})
+    app.switch_page("pages/exposure.py").run()
+    assert not app.exception, app.exception
+    assert app.radio(key="exp_source").value == "Paste a new passage"
+    assert app.text_area(key="exp_text").value == "a loan from the bank"
+    assert "Exposing queries (exact)" in [m.label for m in app.metric]
+    params = dict(app.query_params)
+    assert "passage" not in params and params["text"] in (["a loan from the bank"], "a loan from the bank")
+    app.text_area(key="exp_text").set_value("bank " * 500).run()  # 2,500 characters: not put in the link
+    assert "text" not in dict(app.query_params) and any("leaves out pasted text" in c.value for c in app.caption)
+    app.radio(key="exp_source").set_value("From the collection").run()
+    assert "text" not in dict(app.query_params) and "passage" in dict(app.query_params)
+
+
 def test_bad_link_value_is_ignored_with_a_warning(app):
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "k": "many"})
     app.run()
