@@ -1082,6 +1082,18 @@ def bench_exposure_cmd(
     _echo_json(bench_exposure(_load(collection, store), _load(full_log, store), store), output)
 
 
+@bench_app.command("pasted")
+def bench_pasted_cmd(
+    collection: str = CollectionOpt,
+    n: int = typer.Option(10, "--n", min=1, help="passages to paste (copies of the collection's own)"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """Exact BM25 exposure of a pasted passage vs re-running every logged query on the grown collection."""
+    from eqi_core.bench import bench_pasted_bm25
+
+    _echo_json(bench_pasted_bm25(_load(collection, _store()), n=n), output)
+
+
 @bench_app.command("encode")
 def bench_encode_cmd(
     collection: str = CollectionOpt,

@@ -13,7 +13,7 @@ TINY = f"beir:{TINY_BEIR}"
 
 @pytest.mark.parametrize("command", [[], ["collections"], ["collections", "list"], ["collections", "inspect"],
                                      ["index"], ["search"], ["run"], ["bench"], ["bench", "encode"], ["bench", "dense"],
-                                     ["bench", "scale"]])
+                                     ["bench", "scale"], ["bench", "pasted"]])
 def test_help_on_every_command(command):
     result = runner.invoke(app, command + ["--help"])
     assert result.exit_code == 0 and "Usage" in result.output
@@ -71,3 +71,13 @@ def test_bench_scale_child_builds_the_map_and_reports_its_own_peak(tmp_path, cap
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["seconds"] > 0 and report["peak_rss_mb"] > 50 and report["shards"] >= 1
     assert (tmp_path / "map").exists()
+
+
+def test_bench_pasted_runs_both_ways_and_agrees_on_the_tiny_collection(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "store"))
+    result = runner.invoke(app, ["bench", "pasted", "-c", TINY, "--n", "3", "-o", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "b.json").read_text())
+    assert report["pasted_texts"] == 3 and report["log_queries"] == 5
+    assert report["identical_exposing_queries_and_ranks"] + report["different_only_by_ties_at_k"] == 1.0
+    assert report["ours_ms"]["p50"] > 0 and report["baseline_ms"]["p50"] > 0
