@@ -124,13 +124,16 @@ else:
 
 # -- steps table and the map --------------------------------------------------------------------------------
 left, right = st.columns([1, 1])
-shown = frame[["step", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
-    columns={"target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)", "cos_target": "cos(d)"})
-shown["source"] = [f"{s} · the original query" if o else s for s, o in zip(frame["source"], frame["original"])]
-left.markdown("**Decoded queries along the walk** (select a row to see its results; a step that repeats the "
-              "original query is marked and never counted as a reformulation)")
+# the mark has its own column beside the text: appended to the source, it fell past the column's width
+shown = frame[["step", "decoded", "original", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
+    columns={"original": "the query itself", "target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)",
+             "cos_target": "cos(d)"})
+left.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
+              "the query itself is ticked and never counted as a reformulation)")
 picked = left.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
-                        column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f"),
+                        column_config={"the query itself": st.column_config.CheckboxColumn(
+                                           help="this step decodes to the original query: not a reformulation"),
+                                       "nDCG@10": st.column_config.NumberColumn(format="%.3f"),
                                        "cos(q)": st.column_config.NumberColumn(format="%.3f"),
                                        "cos(d)": st.column_config.NumberColumn(format="%.3f")})
 left.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
