@@ -124,14 +124,14 @@ else:
 
 # -- steps table and the map --------------------------------------------------------------------------------
 left, right = st.columns([1, 1])
-# the mark has its own column beside the text: appended to the source, it fell past the column's width
-shown = frame[["step", "decoded", "original", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
-    columns={"original": "the query itself", "target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)",
+# the mark has its own narrow column before the text: appended to the source, it fell past the table's width
+shown = frame[["step", "original", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
+    columns={"original": "repeats query", "target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)",
              "cos_target": "cos(d)"})
 left.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
-              "the query itself is ticked and never counted as a reformulation)")
+              "the original query is ticked under *repeats query* and never counted as a reformulation)")
 picked = left.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
-                        column_config={"the query itself": st.column_config.CheckboxColumn(
+                        column_config={"repeats query": st.column_config.CheckboxColumn(
                                            help="this step decodes to the original query: not a reformulation"),
                                        "nDCG@10": st.column_config.NumberColumn(format="%.3f"),
                                        "cos(q)": st.column_config.NumberColumn(format="%.3f"),

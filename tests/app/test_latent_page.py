@@ -29,7 +29,7 @@ def test_traversal_from_a_logged_query_to_its_gold_passage(app):
     steps = at.dataframe[0].value
     assert list(steps["step"]) == [0, 1, 2, 3, 4]
     assert set(steps["source"]) <= {"decoded", "corrected (encoder re-ranked)"}
-    itself = steps["the query itself"].astype(bool)
+    itself = steps["repeats query"].astype(bool)
     assert list(itself) == [" ".join(t.lower().split()) == "river bank" for t in steps["decoded"]]
     reform = steps[~itself]
     assert int(metrics["Best rank of a reformulation"]) == (reform["target rank"].min() if len(reform) else steps["target rank"].min())
