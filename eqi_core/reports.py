@@ -8,9 +8,13 @@ from __future__ import annotations
 import html
 import time
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
+
+if TYPE_CHECKING:
+    from eqi_core.coverage.drilldown import QueryDrilldown
 
 CSS = """
 body{font-family:Inter,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -71,9 +75,10 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
 
 def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, meta: dict, figures: list[go.Figure],
                     notes: list[str], solved_only: dict[str, list[str]], query_text: dict[str, str],
-                    tests: pd.DataFrame | None = None) -> str:
-    """Ranker comparison report: TaSC table, figures, the paired tests (``readable_tests``), unsolved and
-    uniquely solved queries."""
+                    tests: pd.DataFrame | None = None, drilldown: QueryDrilldown | None = None) -> str:
+    """Ranker comparison report: TaSC table, figures, the paired tests (``readable_tests``), the query
+    drilled into on the page (its metrics, top 10 side by side, every listed passage's text and ranks),
+    unsolved and uniquely solved queries."""
     from eqi_core.coverage.significance import formatted_tests
 
     unsolved = values.index[(values <= 0).all(axis=1)]
@@ -84,6 +89,14 @@ def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, met
     if tests is not None and len(tests):
         body.append("<h2>Paired significance tests</h2><p class='note'>A significant difference in means says nothing "
                     "about which queries each ranker covers: read it next to TaSC.</p>" + _table(formatted_tests(tests)))
+    if drilldown is not None:
+        d = drilldown
+        body.append(f"<h2>One query across rankers: {html.escape(d.query_id)}</h2>"
+                    f"<p><b>{html.escape(d.query)}</b></p>" + _table(d.metrics, index=True)
+                    + "<h3>Top 10 side by side (grades from the qrels)</h3>" + _table(d.side)
+                    + f"<h3>The {len(d.passages)} passage{'' if len(d.passages) == 1 else 's'} listed: each ranker's rank in its full list "
+                    "(—: not in it), highest grade first</h3>"
+                    + _table(d.passages.astype(object).where(d.passages.notna(), None)))  # Int64 NA would print as <NA>
     body.append(f"<h2>Unsolved by every ranker ({len(unsolved)} queries)</h2>" + _table(
         pd.DataFrame({"query_id": unsolved, "query": [query_text.get(q, "") for q in unsolved]})))
     for ranker, queries in solved_only.items():

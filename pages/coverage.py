@@ -4,6 +4,8 @@ import streamlit as st
 
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
 from eqi_core.coverage.drilldown import (
+    QueryDrilldown,
+    listed_passages,
     most_relevant_cell,
     passage_ranks,
     query_judgments,
@@ -181,7 +183,8 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
                    help=f"Opens on the query where the rankers' {measure_name} differs most ({disputed}).")
 judgments = query_judgments(qrels, qid)
 order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
-st.dataframe(query_metrics(values[order], weights, qid, measure_name), width="stretch", key="cov_query_metrics",
+metrics_of_query = query_metrics(values[order], weights, qid, measure_name)
+st.dataframe(metrics_of_query, width="stretch", key="cov_query_metrics",
              column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
 side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)
 opening = most_relevant_cell(side)
@@ -203,6 +206,11 @@ if cells:
                  width="stretch", key="cov_passage_ranks")
 else:
     st.caption("Click a passage id to read it and see where every ranker puts it.")
+listed = listed_passages({r: runs[r] for r in order}, judgments, qid, collection.passage_text)
+with st.expander(f"All {len(listed)} passages of these top 10s, with their text and every ranker's rank"):
+    st.dataframe(listed, hide_index=True, width="stretch", key="cov_listed", placeholder="—",
+                 column_config={"passage": st.column_config.TextColumn(width="large")})
+drilldown = QueryDrilldown(qid, texts.get(qid, ""), metrics_of_query, readable_grades(side), listed)
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
     st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 
@@ -224,8 +232,9 @@ report_figures = [figs.sorted_per_query(values, measure_name), *figs.tasc_figure
                   figs.solved_by_count(values)]
 st.download_button("Comparison report (HTML, opens offline)",
                    coverage_report(table, values, measure_name, meta, report_figures, notes,
-                                   {r: list(solved_only[r]) for r in names}, texts, tests),
-                   "coverage-report.html", "text/html", key="cov_report", type="primary")
+                                   {r: list(solved_only[r]) for r in names}, texts, tests, drilldown),
+                   "coverage-report.html", "text/html", key="cov_report", type="primary",
+                   help=f"The TaSC table, figures and tests, and query {qid} as drilled into above, passages' text included.")
 
 with link:
     copy_link(sync_url(URL))

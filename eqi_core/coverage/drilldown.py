@@ -2,6 +2,9 @@
 grades (DiffIR-style), and the queries only one ranker solves."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -28,6 +31,38 @@ def passage_ranks(runs: dict[str, Run], query_id: str, doc_id: str) -> pd.DataFr
         hits = np.flatnonzero(listed == doc_id)
         rows.append({"ranker": name, "rank": f"{hits[0] + 1}" if len(hits) else f"not in its top {len(listed):,}"})
     return pd.DataFrame(rows, columns=["ranker", "rank"])
+
+
+@dataclass
+class QueryDrilldown:
+    """One query's drill-down as the page shows it, for the comparison report."""
+
+    query_id: str
+    query: str
+    metrics: pd.DataFrame  # query_metrics
+    side: pd.DataFrame  # readable_grades(side_by_side(...))
+    passages: pd.DataFrame  # listed_passages
+
+
+def listed_passages(runs: dict[str, Run], judgments: dict[str, int], query_id: str,
+                    passage_text: Callable[[str], str | None], k: int = 10, chars: int = 300) -> pd.DataFrame:
+    """Every passage some ranker lists in its top k for one query, once: its grade, its rank in every
+    ranker's full list (empty where a run stops before it) and its text (cut at ``chars``), the
+    highest grade first, then the best rank. The side-by-side's ids, readable on paper."""
+    listed = {name: run.trec_eval_order().for_query(query_id)["doc_id"].tolist() for name, run in runs.items()}
+    ranks = {name: {d: i + 1 for i, d in reversed(list(enumerate(docs)))} for name, docs in listed.items()}
+    shown = list(dict.fromkeys(d for docs in listed.values() for d in docs[:k]))
+    rows = []
+    for doc in shown:
+        text = passage_text(doc)
+        text = "" if text is None else text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+        grade = judgments.get(doc)
+        rows.append({"doc_id": doc, "grade": "unjudged" if grade is None else str(int(grade)),
+                     **{name: ranks[name].get(doc) for name in runs}, "passage": text,
+                     "_grade": -1 if grade is None else grade, "_best": min(r[doc] for r in ranks.values() if doc in r)})
+    frame = pd.DataFrame(rows, columns=["doc_id", "grade", *runs, "passage", "_grade", "_best"])
+    frame = frame.sort_values(["_grade", "_best", "doc_id"], ascending=[False, True, True], kind="stable")
+    return frame.drop(columns=["_grade", "_best"]).astype({name: "Int64" for name in runs}).reset_index(drop=True)
 
 
 def most_relevant_cell(side: pd.DataFrame) -> tuple[int, str] | None:

@@ -1,6 +1,7 @@
 """AppTest of the Ranker coverage page."""
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -41,6 +42,11 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
     assert any(m.value.startswith("**d6** (grade 2), bm25's rank 1: Loans\\. a bank loan") for m in at.markdown)
     ranks = next(d.value for d in at.dataframe if list(d.value.columns) == ["bm25", "minilm-l3-onnx"])
     assert ranks.loc["rank"].tolist() == ["1", "1"]
+    listed = next(d.value for d in at.dataframe if {"doc_id", "grade", "passage"} <= set(d.value.columns))
+    assert listed["doc_id"].iloc[0] == "d6" and listed["grade"].iloc[0] == "2"  # every passage of the top 10s, once
+    assert listed["doc_id"].is_unique and set(side.value["bm25"].dropna()) | set(side.value["minilm-l3-onnx"].dropna()) == set(listed["doc_id"])
+    assert pd.isna(listed.set_index("doc_id").at["d5", "bm25"])  # BM25 does not list d5 at all
+    assert listed["passage"].iloc[0].startswith("Loans. a bank loan")  # the text itself, not Markdown-escaped
     at.session_state["cov_side_by_side_q2"] = {"selection": {"cells": [(5, "minilm-l3-onnx")]}}  # a click on d5
     at.run()
     assert any(m.value.startswith("**d5** (unjudged), minilm\\-l3\\-onnx's rank 6:") for m in at.markdown)

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from eqi_core.coverage import compute_matrix, parse_measure
-from eqi_core.coverage.drilldown import most_relevant_cell, passage_ranks, readable_grades, side_by_side
+from eqi_core.coverage.drilldown import listed_passages, most_relevant_cell, passage_ranks, readable_grades, side_by_side
 from eqi_core.coverage.significance import pairwise_tests
 from eqi_core.errors import DataError
 from eqi_core.runs import Run
@@ -114,3 +114,18 @@ def test_most_disputed_query_is_where_rankers_differ_most():
     values = pd.DataFrame({"a": [0.5, 1.0, 0.0, 0.2], "b": [0.5, 0.2, 0.8, 0.9]}, index=["q1", "q2", "q3", "q4"])
     assert MetricMatrix("nDCG@10", values).most_disputed() == "q2"  # spreads 0, .8, .8, .7: the first of the ties
     assert MetricMatrix("nDCG@10", values.iloc[[0]]).most_disputed() == "q1"  # no disagreement anywhere: the first
+
+
+def test_every_listed_passage_once_with_its_text_and_ranks():
+    texts = {"x": "x text", "a": "a" * 20, "b": "bee"}
+    listed = listed_passages({"r1": R1, "r2": R2}, {"a": 1, "b": 2}, "q1", texts.get, k=1, chars=10)
+    # top 1s: r1 lists x, r2 lists b; a (r1's rank 2) is beyond k = 1 and not listed
+    assert listed["doc_id"].tolist() == ["b", "x"]  # grade 2 first, then unjudged
+    assert listed["grade"].tolist() == ["2", "unjudged"]
+    assert listed["r1"].isna().tolist() == [True, False] and listed["r1"].iloc[1] == 1  # r1 never lists b
+    assert listed["r2"].tolist()[0] == 1 and pd.isna(listed["r2"].iloc[1])
+    listed = listed_passages({"r1": R1, "r2": R2}, {"a": 1, "b": 2}, "q1", texts.get, k=3, chars=10)
+    assert listed["doc_id"].tolist() == ["b", "a", "x"]  # grade 2, grade 1, unjudged
+    assert listed.set_index("doc_id").at["a", "passage"] == "aaaaaaaaa…"  # cut at 10 characters
+    tied = run("t", [("q1", "b", 1, 1.0), ("q1", "x", 2, 1.0)])  # trec_eval order puts x first
+    assert listed_passages({"t": tied}, {}, "q1", {}.get, k=1)[["doc_id", "t", "passage"]].values.tolist() == [["x", 1, ""]]

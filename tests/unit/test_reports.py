@@ -77,3 +77,14 @@ def test_coverage_report():
     assert "Paired significance tests" in page and "Wilcoxon p (holm)" in page
     assert f"{tests['t-test p'].iloc[0]:.1e}" in page and "-0.1667" in page  # p as 7.4e-01; A − B = 1/3 - 1/2, signed
     write_report("coverage-report.html", page)
+    from eqi_core.coverage.drilldown import QueryDrilldown
+
+    metrics = pd.DataFrame({"RR@10": [1.0, 0.5]}, index=["bm25", "dense"])
+    side = pd.DataFrame({"rank": [1, 2], "bm25": ["d1", None], "bm25 grade": ["1", ""]})
+    passages = pd.DataFrame({"doc_id": ["d1"], "grade": ["1"], "bm25": pd.array([1], dtype="Int64"),
+                             "dense": pd.array([None], dtype="Int64"), "passage": ["<b>river</b> bank"]})
+    page = coverage_report(table, values, "RR@10", {}, [], [], {}, {}, None,
+                           QueryDrilldown("q1", "bank of a river", metrics, side, passages))
+    assert "One query across rankers: q1" in page and "bank of a river" in page
+    assert "&lt;b&gt;river&lt;/b&gt; bank" in page and "<b>river</b>" not in page  # data text escaped
+    assert "&lt;NA&gt;" not in page and "The 1 passage listed" in page
