@@ -189,16 +189,22 @@ def tasc(
     release: list[str] = typer.Option([], "--release", help="NAME=YYYY-MM release date; repeat (known rankers have defaults)"),
     n_boot: int = typer.Option(1000, "--bootstrap", min=100, max=100_000, help="bootstrap resamples for the CIs"),
     correction: str = typer.Option("holm", "--correction", help="paired tests' multiple-testing correction: holm, bonferroni or bh"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSV, LaTeX, HTML and PNG figures here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o",
+                                           help="write CSV, LaTeX, HTML and PNG figures and the HTML report here"),
+    query: str | None = typer.Option(None, "--query", "-Q", help="drill into one query id: its metric per ranker, top 10 "
+                                     "side by side and every listed passage (default in the report: the most disputed)"),
 ) -> None:
     """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers, with paired t and
-    Wilcoxon tests between every pair."""
+    Wilcoxon tests between every pair; the dashboard's comparison report with -o."""
     from eqi_core.coverage import compute_matrix, tasc_table
+    from eqi_core.coverage.drilldown import query_drilldown, query_judgments
     from eqi_core.coverage.significance import CORRECTIONS, formatted_tests, pairwise_tests, readable_tests
     from eqi_core.coverage.sources import combine_runs, live_runs, load_run_files
+    from eqi_core.coverage.tasc import tasc_weights
     from eqi_core.errors import DataError as _DataError
     from eqi_core.loaders.trec import read_qrels
     from eqi_core.rankers import release_date_for
+    from eqi_core.reports import coverage_report
 
     if correction not in CORRECTIONS:  # before any work: nothing printed or written on bad input
         raise _DataError(f"--correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
@@ -222,7 +228,10 @@ def tasc(
             raise _DataError(f"--release {item!r}: expected NAME=YYYY-MM with NAME one of {', '.join(runs)}")
         dates[name] = date
     matrix = compute_matrix(runs, judgments, measure)
-    table, _ = tasc_table(matrix.values, mode, dates, baseline, n_boot=n_boot)
+    if query is not None and query not in matrix.values.index:
+        raise _DataError(f"--query {query!r}: not one of the {len(matrix.values):,} judged queries with a relevant "
+                         f"passage (e.g. {', '.join(map(str, matrix.values.index[:3]))})")
+    table, results = tasc_table(matrix.values, mode, dates, baseline, n_boot=n_boot)
     for note in matrix.notes:
         typer.echo(f"note: {note}", err=True)
     typer.echo(f"{len(matrix.values)} queries, measure {matrix.measure}, mode {mode}")
@@ -230,6 +239,20 @@ def tasc(
     tests = pairwise_tests(matrix.values, correction)
     typer.echo(f"\npaired tests ({correction} correction; significance says nothing about which queries each covers)")
     typer.echo(formatted_tests(readable_tests(tests, correction)).to_string(index=False))
+    order = list(table["ranker"])
+    query_text = coll.query_text if coll is not None else {}
+    focus = query if query is not None else matrix.most_disputed()
+    drilldown = query_drilldown({r: runs[r] for r in order}, matrix.values, tasc_weights(results),
+                                query_judgments(judgments, focus), focus, query_text.get(focus, ""),
+                                coll.passage_text if coll is not None else (lambda _doc: None), matrix.measure)
+    if query is not None:
+        typer.echo(f"\nquery {focus}: {drilldown.query}")
+        typer.echo(drilldown.metrics.to_string(float_format=lambda v: f"{v:.4f}"))
+        typer.echo("\ntop 10 side by side (grades from the qrels)")
+        typer.echo(drilldown.side.fillna("-").to_string(index=False))
+        listed = drilldown.passages.assign(passage=drilldown.passages["passage"].str.slice(0, 60))
+        typer.echo(f"\n{len(listed)} passages listed: each ranker's rank in its full list (- : not in it)")
+        typer.echo(listed.astype(object).where(listed.notna(), "-").to_string(index=False))
     if output_dir:
         from eqi_core.coverage.export import figure_html, tasc_latex, write_figure
         from eqi_core.figures import coverage as figs
@@ -244,8 +267,19 @@ def tasc(
         for name, fig in figures.items():
             (output_dir / f"{name}.html").write_text(figure_html(fig))
             write_figure(fig, output_dir / f"{name}.png")
-        typer.echo(f"wrote matrix.csv, tasc.csv, significance.csv, tasc.tex and {len(figures)} figures (HTML + PNG) "
-                   f"to {output_dir}")
+        meta = {"collection": coll.name if coll is not None else "—",
+                "collection fingerprint": coll.fingerprint if coll is not None else "—",
+                "qrels": str(qrels) if qrels is not None else "the collection's", "rankings": ", ".join(runs),
+                "measure": matrix.measure, "mode": mode, "baseline": baseline or "—",
+                "release dates": ", ".join(f"{r}={d}" for r, d in dates.items()),
+                "bootstrap": f"{n_boot} resamples of queries, 95% percentile", "multiple-testing correction": correction}
+        report = coverage_report(table, matrix.values, matrix.measure, meta,
+                                 [figures["sorted"], *figs.tasc_figures(table, matrix.measure).values(), figures["unsolved"]],
+                                 matrix.notes, {r: list(matrix.solved_only_by(r)) for r in runs}, query_text,
+                                 readable_tests(tests, correction), drilldown)
+        (output_dir / "report.html").write_text(report, encoding="utf-8")
+        typer.echo(f"wrote matrix.csv, tasc.csv, significance.csv, tasc.tex, {len(figures)} figures (HTML + PNG) and "
+                   f"report.html (query {focus} drilled into) to {output_dir}")
 
 
 def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | None = None, run_file: Path | None = None,

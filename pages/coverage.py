@@ -4,13 +4,10 @@ import streamlit as st
 
 from eqi_core.coverage import MetricMatrix, compute_matrix, tasc_table
 from eqi_core.coverage.drilldown import (
-    QueryDrilldown,
-    listed_passages,
     most_relevant_cell,
     passage_ranks,
+    query_drilldown,
     query_judgments,
-    query_metrics,
-    readable_grades,
     side_by_side,
     solved_only_table,
 )
@@ -18,7 +15,7 @@ from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, p_value_columns, pairwise_tests, readable_tests
 from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs, run_files_beside
-from eqi_core.coverage.tasc import MODES
+from eqi_core.coverage.tasc import MODES, tasc_weights
 from eqi_core.errors import DataError
 from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
@@ -66,8 +63,7 @@ def metric_matrix(_runs, runs_key: str, _qrels, qrels_key: str, measure: str):
 @st.cache_data(show_spinner="Computing TaSC with bootstrap intervals...", max_entries=32)
 def tasc_for(values: pd.DataFrame, mode: str, dates: tuple, baseline: str | None):
     table, results = tasc_table(values, mode, dict(dates), baseline)
-    weights = pd.DataFrame({f"{r} ({agg})": res.weights for (r, agg), res in results.items()})
-    return table, weights
+    return table, tasc_weights(results)
 
 
 # -- inputs ----------------------------------------------------------------------------------
@@ -183,12 +179,13 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
                    help=f"Opens on the query where the rankers' {measure_name} differs most ({disputed}).")
 judgments = query_judgments(qrels, qid)
 order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
-metrics_of_query = query_metrics(values[order], weights, qid, measure_name)
-st.dataframe(metrics_of_query, width="stretch", key="cov_query_metrics",
+drilldown = query_drilldown({r: runs[r] for r in order}, values, weights, judgments, qid, texts.get(qid, ""),
+                            collection.passage_text, measure_name)  # what the report shows of this query
+st.dataframe(drilldown.metrics, width="stretch", key="cov_query_metrics",
              column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
-side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)
+side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)  # ids and grades for the click
 opening = most_relevant_cell(side)
-picked = st.dataframe(readable_grades(side), hide_index=True, width="stretch", key=f"cov_side_by_side_{qid}",
+picked = st.dataframe(drilldown.side, hide_index=True, width="stretch", key=f"cov_side_by_side_{qid}",
                       placeholder="—", on_select="rerun", selection_mode="single-cell",
                       selection_default={"selection": {"cells": [opening]}} if opening else None)
 empty = [r for r in order if side[r].isna().all()]
@@ -206,11 +203,10 @@ if cells:
                  width="stretch", key="cov_passage_ranks")
 else:
     st.caption("Click a passage id to read it and see where every ranker puts it.")
-listed = listed_passages({r: runs[r] for r in order}, judgments, qid, collection.passage_text)
+listed = drilldown.passages
 with st.expander(f"All {len(listed)} passages of these top 10s, with their text and every ranker's rank"):
     st.dataframe(listed, hide_index=True, width="stretch", key="cov_listed", placeholder="—",
                  column_config={"passage": st.column_config.TextColumn(width="large")})
-drilldown = QueryDrilldown(qid, texts.get(qid, ""), metrics_of_query, readable_grades(side), listed)
 with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for all others)"):
     st.dataframe(solved_only_table(solved_only, texts), hide_index=True, width="stretch")
 

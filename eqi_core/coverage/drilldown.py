@@ -65,6 +65,16 @@ def listed_passages(runs: dict[str, Run], judgments: dict[str, int], query_id: s
     return frame.drop(columns=["_grade", "_best"]).astype({name: "Int64" for name in runs}).reset_index(drop=True)
 
 
+def query_drilldown(runs: dict[str, Run], values: pd.DataFrame, weights: pd.DataFrame, judgments: dict[str, int],
+                    query_id: str, query: str, passage_text: Callable[[str], str | None], measure: str,
+                    k: int = 10) -> QueryDrilldown:
+    """The page's drill-down for one query, rankers in ``runs``' order (the report and ``eqi tasc --query``)."""
+    order = list(runs)
+    return QueryDrilldown(query_id, query, query_metrics(values[order], weights, query_id, measure),
+                          readable_grades(side_by_side(runs, judgments, query_id, k)),
+                          listed_passages(runs, judgments, query_id, passage_text, k))
+
+
 def most_relevant_cell(side: pd.DataFrame) -> tuple[int, str] | None:
     """The side-by-side cell to open on: the highest-graded passage listed, at its best rank (first
     ranker in column order on ties); None when no listed passage is judged relevant."""

@@ -131,3 +131,9 @@ def tasc_table(matrix: pd.DataFrame, mode: str = "chronological", release_dates:
                 row.update({f"tasc_{agg}": np.nan, f"tasc_{agg}_lo": np.nan, f"tasc_{agg}_hi": np.nan})
         rows.append(row)
     return pd.DataFrame(rows), results
+
+
+def tasc_weights(results: dict) -> pd.DataFrame:
+    """Per query, each ranker's TaSC weight (1 - aggregate of its references), one column per
+    ``"ranker (agg)"``, from ``tasc_table``'s second value: the drill-down shows it per query."""
+    return pd.DataFrame({f"{r} ({agg})": res.weights for (r, agg), res in results.items()})

@@ -35,7 +35,34 @@ def test_tasc_cli_writes_exports(files, tmp_path):
             "--mode", "all-others", "--bootstrap", "100", "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png"} <= {p.name for p in out.iterdir()}
+    assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png", "report.html"} <= {
+        p.name for p in out.iterdir()}
+    report = (out / "report.html").read_text()
+    # RR old [1, .5, 0], new [.5, 0, 1]: q3 differs most (1.0), so the report drills into it as the page opens on it
+    assert "Ranker coverage report" in report and "One query across rankers: q3" in report
+    assert "report.html (query q3 drilled into)" in result.output
+
+
+def test_tasc_cli_drills_into_one_query(files):
+    args = ["tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"), "--run", str(files / "new.trec"),
+            "--release", "old=2019", "--release", "new=2020", "--bootstrap", "100", "--query", "q1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    drill = result.output.split("query q1:")[1]
+    # q1: old lists a (grade 1) first; new lists x (unjudged), then a
+    listed = drill.split("passages listed")[1].splitlines()[1:]
+    rows = [line_.split() for line_ in listed if line_.strip()]
+    assert rows[0] == ["doc_id", "grade", "old", "new", "passage"]
+    assert rows[1][:4] == ["a", "1", "1", "2"] and rows[2][:4] == ["x", "unjudged", "-", "1"]
+
+
+def test_tasc_cli_unknown_query_is_one_line(files, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
+                                     "--run", str(files / "new.trec"), "--query", "q9"])
+    with pytest.raises(SystemExit):
+        main()
+    err = capsys.readouterr().err.strip()
+    assert "--query 'q9': not one of the 3 judged queries" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("extra,message", [
