@@ -33,6 +33,9 @@ def tool_version() -> str:
 
 
 def _table(frame: pd.DataFrame, index: bool = False, floatfmt: str = "{:.4f}") -> str:
+    whole = [c for c, t in frame.dtypes.items() if isinstance(t, pd.Int64Dtype)]  # na_rep misses their NA: <NA>
+    if whole:
+        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), "—") for c in whole})
     return frame.to_html(index=index, border=0, float_format=lambda v: floatfmt.format(v), na_rep="—", escape=True)
 
 
@@ -68,8 +71,12 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
     body.append("<h2>Figures</h2>" + "".join(_figures(figures)))
     if result.exact is not None:
         body.append("<h2>Exposing queries (exact, brute force)</h2>" + _table(result.exact))
+    if result.lists:
+        body.append(f"<p class='note'>In the lists below, rank is the passage's exact rank for the found query; "
+                    f"— where that query does not show it in its top {result.n_qd}.</p>")
     for name, frame in result.lists.items():
-        body.append(f"<h2>{html.escape(name)}</h2>" + _table(frame[["position", "query_id", "query", "score", "rank"]]))
+        listed = frame[["position", "query_id", "query", "score", "rank"]].astype({"rank": "Int64"})  # 1, not 1.0000
+        body.append(f"<h2>{html.escape(name)}</h2>" + _table(listed))
     return _page("Exposure audit report", meta, body)
 
 
@@ -96,7 +103,7 @@ def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, met
                     + "<h3>Top 10 side by side (grades from the qrels)</h3>" + _table(d.side)
                     + f"<h3>The {len(d.passages)} passage{'' if len(d.passages) == 1 else 's'} listed: each ranker's rank in its full list "
                     "(—: not in it), highest grade first</h3>"
-                    + _table(d.passages.astype(object).where(d.passages.notna(), None)))  # Int64 NA would print as <NA>
+                    + _table(d.passages))
     body.append(f"<h2>Unsolved by every ranker ({len(unsolved)} queries)</h2>" + _table(
         pd.DataFrame({"query_id": unsolved, "query": [query_text.get(q, "") for q in unsolved]})))
     for ranker, queries in solved_only.items():

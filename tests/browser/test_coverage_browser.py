@@ -28,3 +28,13 @@ def test_coverage_page_on_dl19(dashboard, page):
     path = screenshot_path("coverage.png")
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 20_000
+    # the drill-down opens on the most disputed query and its highest-graded passage, read in the page
+    page.get_by_role("heading", name="One query across rankers").first.scroll_into_view_if_needed()
+    opened = page.get_by_text("(grade 3), tasb's rank 1: The Salvation Army was founded", exact=False).first
+    opened.wait_for(timeout=60_000)
+    page.get_by_text("passages of these top 10s", exact=False).first.click()
+    page.get_by_text("every ranker's rank", exact=False).first.scroll_into_view_if_needed()
+    page.wait_for_timeout(1500)
+    page.get_by_role("heading", name="One query across rankers").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(screenshot_path("coverage-drilldown.png")))

@@ -1,12 +1,14 @@
 """HTML audit reports: self-contained (plotly.js inlined once), escaped, reproducible."""
+import io
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from eqi_core.exposure.lookup import passage_exposure
 from eqi_core.exposure.relq import relq_rbp
 from eqi_core.exposure.setup import prepare_exposure
-from eqi_core.figures.exposure import exposure_bars
+from eqi_core.figures.exposure import exposure_bars, lorenz_curve
 from eqi_core.reports import coverage_report, exposure_report
 from tests.conftest import ROOT, TINY_BEIR
 
@@ -32,8 +34,10 @@ def write_report(name: str, text: str) -> Path:
 def build_exposure_report(store_dir: Path) -> tuple[str, Path]:
     """The report of passage d1 of the fixture collection, written to tests/_artifacts."""
     result = tiny_passage_exposure(store_dir)
-    fig = exposure_bars(result.lists, 3, result.relq.iloc[:, 0].to_dict(), "RELQ")
-    page = exposure_report(result, {"collection fingerprint": "abc123", "n_q->d": 3}, [fig, fig],
+    bars = exposure_bars(result.lists, 3, result.relq.iloc[:, 0].to_dict(), "RELQ")
+    curve = pd.DataFrame({"passages": [0.0, 0.5, 1.0], "retrievability": [0.0, 0.2, 1.0]})
+    lorenz = lorenz_curve(curve, 0.3, 0.5, "d1")  # two figures, as the page passes them: plotly.js inlined once
+    page = exposure_report(result, {"collection fingerprint": "abc123", "n_q->d": 3}, [bars, lorenz],
                            {"r": 3, "cutoff": 3, "share_below": 0.5, "gini": 0.3})
     return page, write_report("exposure-report.html", page)
 
@@ -48,6 +52,10 @@ def test_exposure_report_is_self_contained(tmp_path):
     assert page.count("<script type=\"text/javascript\">/**") <= 1  # plotly.js inlined once
     assert "<script src=\"http" not in page  # nothing fetched from the network
     assert "abc123" in page and "River bank. the sloping land" in page and "Exposing queries (exact" in page
+    assert page.count("class=\"plotly-graph-div\"") == 2
+    ranks = pd.read_html(io.StringIO(page.split("<h2>dense</h2>")[1]), keep_default_na=False)[0]["rank"].astype(str)
+    assert set(ranks) <= {"1", "2", "3", "—"} and (ranks == "—").any()  # whole ranks; — beyond n_q->d
+    assert "&lt;NA&gt;" not in page and "<td>None</td>" not in page
 
 
 def test_report_escapes_text(result):
@@ -59,8 +67,6 @@ def test_report_escapes_text(result):
 
 
 def test_coverage_report():
-    import pandas as pd
-
     from eqi_core.coverage.tasc import tasc_table
     from eqi_core.figures import coverage as figs
 
@@ -87,4 +93,4 @@ def test_coverage_report():
                            QueryDrilldown("q1", "bank of a river", metrics, side, passages))
     assert "One query across rankers: q1" in page and "bank of a river" in page
     assert "&lt;b&gt;river&lt;/b&gt; bank" in page and "<b>river</b>" not in page  # data text escaped
-    assert "&lt;NA&gt;" not in page and "The 1 passage listed" in page
+    assert "&lt;NA&gt;" not in page and "<td>None</td>" not in page and "The 1 passage listed" in page
