@@ -239,6 +239,8 @@ def tasc(
     tests = pairwise_tests(matrix.values, correction)
     typer.echo(f"\npaired tests ({correction} correction; significance says nothing about which queries each covers)")
     typer.echo(formatted_tests(readable_tests(tests, correction)).to_string(index=False))
+    if query is None and output_dir is None:  # the drill-down is printed with --query and written with -o only
+        return
     order = list(table["ranker"])
     query_text = coll.query_text if coll is not None else {}
     focus = query if query is not None else matrix.most_disputed()
