@@ -603,6 +603,12 @@ def train_decoder_cmd(
     layers: int | None = typer.Option(None, "--layers", min=1, max=12, help="default 4 (lemma), 6 (natural)"),
     seed: int = typer.Option(0, "--seed"),
     export: Path | None = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
+    init: Path | None = typer.Option(None, "--init", help="natural: start from this trained natural decoder (a second "
+                                     "stage) instead of the encoder's own layers"),
+    query_share: float = typer.Option(0.5, "--query-share", min=0.0, max=1.0,
+                                      help="natural: share of each batch from the query logs (1: queries only)"),
+    noise: float = typer.Option(0.1, "--noise", min=0.0, max=2.0, help="natural: norm of the Gaussian noise around half the points"),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="natural: warm-up steps (default 1000)"),
 ) -> None:
     """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
     import time
@@ -616,17 +622,20 @@ def train_decoder_cmd(
 
         if not device.startswith("cuda") or not torch.cuda.is_available():
             raise DataError(f"--device {device}: expected cpu, or cuda on a machine with a CUDA GPU")
+    if init is not None and not natural:
+        raise DataError(f"--init {init}: only the natural decoder (--natural) trains from another decoder's weights")
     if natural:
         from eqi_core.decoder.natural import NaturalTraining, train_natural
 
-        cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed)
+        cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed,
+                              query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup)
         if corpus is None:
             from eqi_core.decoder.natural_eval import corpus_path_for
 
             corpus = corpus_path_for(_store(), _shared_data())
         deadline = time.time() + 60 * max_minutes if max_minutes else None
         dec = train_natural(corpus, load_encoder(encoder), _store(), cfg, device, tqdm_progress("training decoder", "step"),
-                            deadline=deadline, command=" ".join(["eqi", *sys.argv[1:]]))
+                            deadline=deadline, command=" ".join(["eqi", *sys.argv[1:]]), init=init)
         if dec is None:
             typer.echo("stopped with a checkpoint; rerun the same command to resume")
             raise typer.Exit(3)

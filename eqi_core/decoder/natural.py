@@ -29,7 +29,7 @@ from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, token_specials
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
 from eqi_core.errors import DataError
-from eqi_core.progress import ProgressFn, or_tqdm
+from eqi_core.progress import ProgressFn, or_tqdm, tqdm_progress
 from eqi_core.store import ArtifactStore, atomic_path
 
 NATURAL_VERSION = 1
@@ -169,38 +169,64 @@ def new_model(encoder, tok, sha: str, out_ids: np.ndarray, cfg: NaturalTraining,
     return model
 
 
+def init_summary(folder: Path) -> dict:
+    """What a fine-tune starts from: the trained decoder's folder, a digest of its weights and how
+    they were made (so the new card carries the whole recipe and the store key changes with them)."""
+    from eqi_core.store import file_sha256
+
+    card = read_natural_card(folder)
+    return {"folder": str(folder), "weights_sha256": file_sha256(Path(folder) / WEIGHTS)[:16],
+            "command": card.get("command", ""), "training": card.get("training", {}),
+            "trained_on": card.get("trained_on", []), "corpus": card.get("corpus", {}).get("digest")}
+
+
 def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: NaturalTraining, device: str = "cpu",
                   progress: ProgressFn | None = None, stop_after: int | None = None,
-                  deadline: float | None = None, command: str = "") -> NaturalDecoderModel | None:
+                  deadline: float | None = None, command: str = "", init: Path | None = None) -> NaturalDecoderModel | None:
     """Train (or resume) the natural decoder on a corpus; return it when finished, None when this
-    call stopped early (checkpoint kept; rerun to continue)."""
+    call stopped early (checkpoint kept; rerun to continue). ``init``: start from a trained natural
+    decoder's weights (a second stage, e.g. queries only) instead of the encoder's own layers."""
     from eqi_core.decoder.corpus import read_corpus
 
     cfg.validate()
     table, summary = read_corpus(corpus_path)
-    train = table[table["split"] == "train"].reset_index(drop=True)
+    train = table[table["split"] == "train"]
+    if cfg.query_share >= 1:  # queries only: passage sentences are neither encoded nor read
+        train = train[train["kind"] == "query"]
+    train = train.reset_index(drop=True)
     if len(train) < cfg.batch_size:
         raise DataError(f"{corpus_path}: {len(train)} training texts; a decoder needs at least {cfg.batch_size}")
     texts = train["text"].tolist()
     tok, sha = encoder_tokenizer(encoder)
+    start = init_summary(Path(init)) if init is not None else None
     params = {"corpus": summary["digest"], "encoder": encoder.id, "tokenizer": sha, "training": asdict(cfg),
-              "version": NATURAL_VERSION}
+              "version": NATURAL_VERSION, **({"init": start["weights_sha256"]} if start else {})}
     found = store.load("natural-decoder", params)
     if found is not None:
         return load_natural(found.path, encoder)
-    emb_params = {"corpus": summary["digest"], "encoder": encoder.id, "n": len(texts)}
+    bos, eos, pad = token_specials(tok)
+    if start:  # the trained decoder's weights and output vocabulary, its architecture kept
+        model = load_natural(Path(init), encoder).model.train()
+        out_ids = model.out_ids.numpy()
+        names = ("n_layers", "n_prefix", "max_len", "dropout")
+        if any(getattr(model.cfg, k) != getattr(cfg, k) for k in names):
+            has = ", ".join(f"{k} {getattr(model.cfg, k)}" for k in names)
+            asks = ", ".join(f"{k} {getattr(cfg, k)}" for k in names)
+            raise DataError(f"{init}: a decoder with {has}; this training asks for {asks}")
+    else:
+        out_ids = token_ids_used(tok, texts, [eos])
+        model = new_model(encoder, tok, sha, out_ids, cfg)
+    emb_params = {"corpus": summary["digest"], "encoder": encoder.id, "n": len(texts),
+                  **({"texts": "queries"} if cfg.query_share >= 1 else {})}
     emb_art = store.load("decoder-corpus-embeddings", emb_params)
     if emb_art is None:
         def build_emb(tmp: Path) -> dict:
-            np.save(tmp / "emb.npy", encode_for_training(encoder, texts, device, progress and (lambda d, t: progress(d, t))))
+            bar = tqdm_progress("encoding the training texts", "text") if progress is not None else None  # its own label
+            np.save(tmp / "emb.npy", encode_for_training(encoder, texts, device, bar))
             return {"rows": len(texts), "device": device}
 
         emb_art = store.get_or_build("decoder-corpus-embeddings", emb_params, build_emb)
     emb = np.load(emb_art.path / "emb.npy")
-    state = encoder_state(encoder)
-    bos, eos, pad = token_specials(tok)
-    out_ids = token_ids_used(tok, texts, [eos])
-    model = new_model(encoder, tok, sha, out_ids, cfg, state)
     tokens = token_matrix(tok, texts, bos, eos, pad, cfg.max_len)
     is_query = (train["kind"] == "query").to_numpy()
     work = store.work_dir("natural-decoder", params)
@@ -218,7 +244,10 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     def build(tmp: Path) -> dict:
         card = {"arch": ARCH, "encoder": encoder.id, "corpus": summary, "training": asdict(cfg),
                 "trainable_parameters": sum(p.numel() for p in model.parameters()),
-                "output_vocabulary": len(out_ids), "warm_start": f"{encoder.id} transformer layers 0-{cfg.n_layers - 1}",
+                "output_vocabulary": len(out_ids),
+                "warm_start": (f"the trained decoder {start['folder']} (weights {start['weights_sha256']})" if start
+                               else f"{encoder.id} transformer layers 0-{cfg.n_layers - 1}"),
+                **({"init": start} if start else {}),
                 "loss_first_100": float(np.mean(losses[:100])), "loss_last_500": float(np.mean(losses[-500:])),
                 "trained_on": timing["calls"], "train_seconds": round(sum(c["seconds"] for c in timing["calls"]), 1),
                 "command": command}

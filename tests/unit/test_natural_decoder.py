@@ -238,3 +238,37 @@ def test_unseen_passages_follow_each_decoders_training_split(tiny):
     assert unseen_passages({"collection_fingerprint": tiny.fingerprint}, tiny) == \
         heldout_split(tiny, DecoderTraining().heldout_share)[1]
     assert unseen_passages({"corpus": {"sources": {"w": {"spec": "wordnet:full"}}}}, tiny) == ids
+
+
+def test_second_stage_starts_from_the_trained_decoder(tmp_path):
+    """``--init``: the weights and output vocabulary come from the given decoder (not the encoder's
+    layers), queries only means no passage sentence is read, the card carries the first stage, and a
+    mismatched shape or a missing --natural is refused with one line."""
+    import torch
+
+    from eqi_core.cli import app
+    from eqi_core.decoder.natural import load_natural, train_natural
+    from eqi_core.decoder.space import shipped_natural_decoder
+    from eqi_core.rankers import load_encoder
+    from eqi_core.store import ArtifactStore
+
+    log = tmp_path / "log.tsv"
+    log.write_text("".join(f"q{i}\twhat is thing number {i}\n" for i in range(40)))
+    corpus = tmp_path / "c.parquet"
+    build_corpus(CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 3}, passage_share=0.5), corpus)
+    encoder, first = load_encoder("minilm-l6"), shipped_natural_decoder("minilm-l6")
+    cfg = NaturalTraining(steps=1, batch_size=4, lr=1e-9, warmup=1, query_share=1.0)
+    dec = train_natural(corpus, encoder, ArtifactStore(tmp_path / "store"), cfg, init=first, command="eqi test")
+    before = load_natural(first, encoder).model.state_dict()
+    for name, value in dec.model.state_dict().items():  # lr 1e-9: the first stage's weights, saved again
+        torch.testing.assert_close(value, before[name], atol=2e-3, rtol=1e-3, msg=name)
+    assert torch.equal(dec.model.out_ids, before["out_ids"])
+    card = dec.card
+    assert card["init"]["folder"] == str(first) and card["init"]["command"].startswith("eqi train-decoder --natural")
+    assert card["warm_start"].startswith("the trained decoder") and card["command"] == "eqi test"
+    with pytest.raises(DataError, match=r"a decoder with n_layers 6.*asks for n_layers 2") as err:
+        train_natural(corpus, encoder, ArtifactStore(tmp_path / "store"), NaturalTraining(steps=1, batch_size=4, n_layers=2),
+                      init=first)
+    assert "\n" not in str(err.value)
+    result = CliRunner().invoke(app, ["train-decoder", "--init", str(first)])
+    assert isinstance(result.exception, DataError) and "only the natural decoder" in str(result.exception)
