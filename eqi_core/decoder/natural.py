@@ -235,7 +235,8 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     elapsed = time.time() - started
     log = work / "timing.json"
     timing = json.loads(log.read_text()) if log.is_file() else {"calls": []}
-    timing["calls"].append({"device": device_name(device), "steps": len(losses), "seconds": round(elapsed, 1)})
+    done_before = sum(c["steps"] for c in timing["calls"])  # losses hold every step since the start
+    timing["calls"].append({"device": device_name(device), "steps": len(losses) - done_before, "seconds": round(elapsed, 1)})
     with atomic_path(log) as tmp:
         Path(tmp).write_text(json.dumps(timing))
     if len(losses) < cfg.steps:

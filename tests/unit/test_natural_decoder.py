@@ -257,8 +257,11 @@ def test_second_stage_starts_from_the_trained_decoder(tmp_path):
     corpus = tmp_path / "c.parquet"
     build_corpus(CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 3}, passage_share=0.5), corpus)
     encoder, first = load_encoder("minilm-l6"), shipped_natural_decoder("minilm-l6")
-    cfg = NaturalTraining(steps=1, batch_size=4, lr=1e-9, warmup=1, query_share=1.0)
-    dec = train_natural(corpus, encoder, ArtifactStore(tmp_path / "store"), cfg, init=first, command="eqi test")
+    cfg = NaturalTraining(steps=2, batch_size=4, lr=1e-9, warmup=1, query_share=1.0)
+    store = ArtifactStore(tmp_path / "store")
+    assert train_natural(corpus, encoder, store, cfg, init=first, stop_after=1) is None  # stopped with a checkpoint
+    dec = train_natural(corpus, encoder, store, cfg, init=first, command="eqi test")
+    assert [c["steps"] for c in dec.card["trained_on"]] == [1, 1]  # each sitting's own steps
     before = load_natural(first, encoder).model.state_dict()
     for name, value in dec.model.state_dict().items():  # lr 1e-9: the first stage's weights, saved again
         torch.testing.assert_close(value, before[name], atol=2e-3, rtol=1e-3, msg=name)
