@@ -609,6 +609,9 @@ def train_decoder_cmd(
                                       help="natural: share of each batch from the query logs (1: queries only)"),
     noise: float = typer.Option(0.1, "--noise", min=0.0, max=2.0, help="natural: norm of the Gaussian noise around half the points"),
     warmup: int | None = typer.Option(None, "--warmup", min=0, help="natural: warm-up steps (default 1000)"),
+    dropout: float = typer.Option(0.1, "--dropout", min=0.0, max=0.9, help="natural: dropout in the decoder layers"),
+    word_dropout: float = typer.Option(0.0, "--word-dropout", min=0.0, max=0.9,
+                                       help="natural: share of the teacher-forced input words replaced by [MASK]"),
 ) -> None:
     """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
     import time
@@ -628,7 +631,8 @@ def train_decoder_cmd(
         from eqi_core.decoder.natural import NaturalTraining, train_natural
 
         cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed,
-                              query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup)
+                              query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup,
+                              dropout=dropout, word_dropout=word_dropout)
         if corpus is None:
             from eqi_core.decoder.natural_eval import corpus_path_for
 

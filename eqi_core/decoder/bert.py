@@ -171,9 +171,10 @@ class BertPrefixDecoder(nn.Module):
             self._out_emb_t = cached = self.out_emb.T.contiguous()
         return z @ cached + self.out_bias
 
-    def loss(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        """Teacher-forced cross-entropy; ``ids`` = [BOS, t1..tn, EOS, PAD...]."""
-        h = self.hidden(emb, ids[:, :-1])
+    def loss(self, emb: torch.Tensor, ids: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher-forced cross-entropy; ``ids`` = [BOS, t1..tn, EOS, PAD...]; ``inputs``: the tokens
+        fed in instead of ``ids[:, :-1]`` (word dropout), the targets unchanged."""
+        h = self.hidden(emb, ids[:, :-1] if inputs is None else inputs)
         target = ids[:, 1:]
         keep = target != self.cfg.pad_id
         return F.cross_entropy(self.logits(h[keep]).float(), self.out_index[target[keep]])

@@ -52,12 +52,14 @@ class NaturalTraining:
     n_prefix: int = 8
     max_len: int = 32
     dropout: float = 0.1
+    word_dropout: float = 0.0  # share of teacher-forced input tokens replaced by [MASK] (leans on the embedding)
 
     def validate(self) -> None:
         checks = [(self.steps >= 1, "steps must be >= 1"), (self.batch_size >= 2, "batch_size must be >= 2"),
                   (0 < self.lr < 1, "lr must be in (0, 1)"), (0 <= self.query_share <= 1, "query_share must be in [0, 1]"),
                   (self.noise >= 0, "noise must be >= 0"), (1 <= self.n_layers <= 12, "n_layers must be in 1..12"),
-                  (4 <= self.max_len <= 128, "max_len must be in 4..128")]
+                  (4 <= self.max_len <= 128, "max_len must be in 4..128"),
+                  (0 <= self.dropout < 1, "dropout must be in [0, 1)"), (0 <= self.word_dropout < 1, "word_dropout must be in [0, 1)")]
         require(checks)
 
 
@@ -97,9 +99,10 @@ def encode_for_training(encoder, texts: list[str], device: str, progress: Progre
 # -- training ---------------------------------------------------------------------------------------
 def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, is_query: np.ndarray,
                cfg: NaturalTraining, work: Path | None = None, device: str = "cpu", progress: ProgressFn | None = None,
-               stop_after: int | None = None, deadline: float | None = None) -> list[float]:
+               stop_after: int | None = None, deadline: float | None = None, mask_id: int | None = None) -> list[float]:
     """Train in place (resuming from ``work``); return the loss per step. ``stop_after`` steps or a
-    ``deadline`` (time.time()) end this call early with a checkpoint; rerunning continues."""
+    ``deadline`` (time.time()) end this call early with a checkpoint; rerunning continues.
+    ``mask_id``: the token that ``cfg.word_dropout`` of the input tokens (after BOS) become."""
     model.to(device)
     decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
@@ -130,8 +133,13 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
             e = torch.cat([e[:half] + cfg.noise * noise / math.sqrt(e.shape[1]), e[half:]])
             e = e / e.norm(dim=1, keepdim=True)
         ids = tokens[idx_t][:, : int(lengths[idx_t].max())].long()
+        inputs = None
+        if cfg.word_dropout and mask_id is not None:  # seeded by the step, like the batch and the noise
+            drop = torch.from_numpy(rng.random(ids[:, :-1].shape) < cfg.word_dropout).to(device)
+            drop[:, 0] = False  # BOS stays
+            inputs = ids[:, :-1].masked_fill(drop & (ids[:, :-1] != model.cfg.pad_id), mask_id)
         with autocast:
-            loss = model.loss(e, ids)
+            loss = model.loss(e, ids, inputs)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -231,7 +239,8 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     is_query = (train["kind"] == "query").to_numpy()
     work = store.work_dir("natural-decoder", params)
     started = time.time()
-    losses = train_loop(model, emb, tokens, is_query, cfg, work, device, progress, stop_after, deadline)
+    losses = train_loop(model, emb, tokens, is_query, cfg, work, device, progress, stop_after, deadline,
+                        mask_id=tok.token_to_id("[MASK]"))
     elapsed = time.time() - started
     log = work / "timing.json"
     timing = json.loads(log.read_text()) if log.is_file() else {"calls": []}

@@ -92,7 +92,8 @@ def test_beam_of_one_is_greedy_and_no_repeat_is_kept():
             assert len(ids) == len(set(ids))  # each no-repeat token at most once
 
 
-def test_training_resumes_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("word_dropout", [0.0, 0.3])
+def test_training_resumes_bit_for_bit(tmp_path, word_dropout):
     rng = np.random.default_rng(0)
     emb = rng.standard_normal((40, 16)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
@@ -101,17 +102,35 @@ def test_training_resumes_bit_for_bit(tmp_path):
         n = 2 + i % 5
         tokens[i, 0], tokens[i, 1:n + 1], tokens[i, n + 1] = 1, torch.from_numpy(rng.integers(3, VOCAB, n)), 2
     is_query = np.arange(40) % 2 == 0
-    cfg = NaturalTraining(steps=6, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-3)
+    cfg = NaturalTraining(steps=6, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-3, word_dropout=word_dropout)
     straight = tiny_model(dropout=0.1)
-    train_loop(straight, emb, tokens, is_query, cfg)
+    straight_losses = train_loop(straight, emb, tokens, is_query, cfg, mask_id=3)
     resumed = tiny_model(dropout=0.1)
-    train_loop(resumed, emb, tokens, is_query, cfg, tmp_path, stop_after=3)
+    train_loop(resumed, emb, tokens, is_query, cfg, tmp_path, stop_after=3, mask_id=3)
     assert (tmp_path / "state.pt").is_file()
     again = tiny_model(dropout=0.1)
-    losses = train_loop(again, emb, tokens, is_query, cfg, tmp_path)
+    losses = train_loop(again, emb, tokens, is_query, cfg, tmp_path, mask_id=3)
     assert len(losses) == 6
     for (name, a), b in zip(straight.state_dict().items(), again.state_dict().values()):
         assert torch.equal(a, b), name
+    if word_dropout:  # the masked inputs change the trajectory from the first step
+        plain = train_loop(tiny_model(dropout=0.1), emb, tokens, is_query, NaturalTraining(**{**cfg.__dict__, "word_dropout": 0.0}))
+        assert plain[0] != straight_losses[0]
+
+
+def test_word_dropout_masks_inputs_not_targets():
+    model = tiny_model()
+    emb = torch.nn.functional.normalize(torch.randn(2, 16, generator=torch.Generator().manual_seed(1)), dim=1)
+    ids = torch.tensor([[1, 5, 6, 7, 2], [1, 8, 9, 2, 0]])
+    with torch.no_grad():
+        assert float(model.loss(emb, ids, ids[:, :-1])) == float(model.loss(emb, ids))
+        masked = ids[:, :-1].clone()
+        masked[0, 2] = 3
+        h = model.hidden(emb, masked)
+        keep = ids[:, 1:] != 0
+        expected = torch.nn.functional.cross_entropy(model.logits(h[keep]), model.out_index[ids[:, 1:][keep]])
+        torch.testing.assert_close(model.loss(emb, ids, masked), expected)
+        assert float(model.loss(emb, ids, masked)) != float(model.loss(emb, ids))
 
 
 def test_held_out_splits_are_by_text_and_id():
