@@ -26,12 +26,40 @@ def _best_of(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
     return best, out
 
 
+SIMD_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile")
+
+
+def cpu(cpuinfo: str | None = None) -> dict:
+    """The CPU a benchmark ran on. Virtual machines of one name can land on different host CPUs
+    (the same 2-core machine measured an sgemm peak of 173 GFLOP/s on one and 65 on an older
+    one), so ratios and absolute targets are only comparable between runs on the same model."""
+    import os
+
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return {"cores": os.cpu_count(), "name": platform.processor() or "unknown"}
+    first = cpuinfo.split("\n\n", 1)[0]
+    fields = dict(line.split(":", 1) for line in first.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = set(fields.get("flags", "").split())
+    return {
+        "cores": os.cpu_count(),
+        "name": fields.get("model name", platform.processor() or "unknown"),
+        "family_model_stepping": "/".join(fields.get(k, "?") for k in ("cpu family", "model", "stepping")),
+        "mhz": float(fields["cpu MHz"]) if "cpu MHz" in fields else None,
+        "simd": [f for f in SIMD_FLAGS if f in flags],
+    }
+
+
 def machine() -> dict:
     import torch
 
     return {
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu": cpu(),
         "torch_threads": torch.get_num_threads(),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }

@@ -82,7 +82,7 @@ if judged:
                    + "; ".join(f"“{literal(t)}” ({m})" for t, m in zip(reach["suggestion"][:3], reach["model"][:3])),
                    icon=":material/lightbulb:")
     else:
-        st.info(f"No suggestion ranks the gold passage {gold} first.", icon=":material/info:")
+        st.info(f"No suggestion ranks the gold passage {literal(gold)} first.", icon=":material/info:")
 else:
     st.caption("This query has no judgments in the collection: suggestions are shown without nDCG@10.")
 

@@ -1,0 +1,36 @@
+"""The CPU in every `eqi bench` JSON: runs on different host CPUs must be told apart."""
+from eqi_core.bench import cpu, machine
+
+ZEN1 = """processor	: 0
+vendor_id	: AuthenticAMD
+cpu family	: 23
+model		: 1
+model name	: AMD EPYC
+stepping	: 2
+cpu MHz		: 1996.249
+flags		: fpu sse2 avx f16c fma avx2 sha_ni
+
+processor	: 1
+vendor_id	: AuthenticAMD
+cpu family	: 23
+model		: 1
+model name	: AMD EPYC
+"""
+
+
+def test_cpu_reads_the_first_processor_of_cpuinfo():
+    got = cpu(ZEN1)
+    assert got["name"] == "AMD EPYC"
+    assert got["family_model_stepping"] == "23/1/2"
+    assert got["mhz"] == 1996.249
+    assert got["simd"] == ["avx", "avx2", "fma", "f16c"]  # in SIMD_FLAGS order; sha_ni is not a SIMD width
+    assert got["cores"] >= 1
+
+
+def test_cpu_without_fields_says_unknown_rather_than_failing():
+    got = cpu("processor : 0\n")
+    assert got["family_model_stepping"] == "?/?/?" and got["mhz"] is None and got["simd"] == []
+
+
+def test_machine_names_this_cpu():
+    assert machine()["cpu"]["cores"] >= 1
