@@ -33,8 +33,8 @@ def assets(tmp_path, monkeypatch):
     return root
 
 
-def _params(collection):
-    return {k: v for k, v in passage_embeddings_artifact(collection, "minilm-l6")[1].items() if k != "encoder"}
+def _params(collection, encoder_id="minilm-l6"):
+    return {k: v for k, v in passage_embeddings_artifact(collection, encoder_id)[1].items() if k != "encoder"}
 
 
 def test_shipped_vectors_replace_encoding_and_are_keyed_apart(tiny, store, assets):
@@ -92,18 +92,20 @@ def test_ship_refuses_an_unknown_field(tiny, assets):
         shipped.ship_embeddings(tiny, CountingEncoder(), "glosses", assets / "x", "test")
 
 
-def test_the_shipped_wordnet_vectors_are_this_encoders_vectors():
-    """The asset in the repository matches a fresh encoding of a sample of the default collection."""
+@pytest.mark.parametrize("encoder_id", ["minilm-l6", "minilm-l3-onnx"])
+def test_the_shipped_wordnet_vectors_are_this_encoders_vectors(encoder_id):
+    """The assets in the repository match a fresh encoding of a sample of the default collection
+    (MiniLM-L6: the exposure example; MiniLM-L3: the coverage example's third live ranker)."""
     from eqi_core.loaders import load_collection
     from eqi_core.rankers import load_encoder
 
     wordnet = load_collection("wordnet")
-    found = dense.shipped_for("minilm-l6", _params(wordnet))
-    assert found is not None, "assets/embeddings has no vectors for the default collection"
+    found = dense.shipped_for(encoder_id, _params(wordnet, encoder_id))
+    assert found is not None, f"assets/embeddings has no {encoder_id} vectors for the default collection"
     vectors = found.load()
     assert vectors.shape == (len(wordnet.passages), 384)
     rows = np.random.default_rng(0).choice(len(wordnet.passages), size=100, replace=False)
-    fresh = load_encoder("minilm-l6").encode([wordnet.passage_texts()[i] for i in rows])
+    fresh = load_encoder(encoder_id).encode([wordnet.passage_texts()[i] for i in rows])
     assert np.abs(vectors[rows] - fresh).max() <= found.card["max_abs_difference_from_fp32"] + 1e-5
 
 
