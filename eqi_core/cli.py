@@ -213,7 +213,9 @@ def tasc(
     coll = _load(collection, store) if collection else None
     if rankers and coll is None:
         raise _DataError("--ranker needs --collection (the rankers run that collection's queries)")
-    live = live_runs(coll, list(rankers), store, progress=tqdm_progress("ranking", "query")) if rankers else {}
+    units = {"indexing": "passage", "ranking": "query"}
+    live = live_runs(coll, list(rankers), store,
+                     progress_for=lambda rid, stage: tqdm_progress(f"{rid}: {stage}", units[stage])) if rankers else {}
     runs = combine_runs(live, files)
     if qrels is not None:
         judgments = read_qrels(qrels)

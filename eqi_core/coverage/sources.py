@@ -3,6 +3,7 @@ uploaded TREC runs; and the release dates that order them."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 
 from eqi_core.collection import Collection
@@ -45,12 +46,15 @@ def load_uploaded_runs(files: list[tuple[str, bytes]]) -> dict[str, Run]:
 
 
 def live_runs(collection: Collection, ranker_ids: list[str], store: ArtifactStore, k: int = 100,
-              progress: ProgressFn | None = None) -> dict[str, Run]:
-    """Each ranker's (cached) run over every query of the collection, named by ranker id."""
+              progress_for: Callable[[str, str], ProgressFn | None] | None = None) -> dict[str, Run]:
+    """Each ranker's (cached) run over every query of the collection, named by ranker id.
+    ``progress_for(ranker_id, stage)`` gives the progress of each stage ("indexing" its passages,
+    "ranking" the queries), so a bar says which ranker it counts and what."""
     out = {}
     for rid in ranker_ids:
-        ranker = build_ranker(rid, collection, store, progress=progress)
-        run = run_all_queries(ranker, collection, store, k=k, progress=progress)
+        ranker = build_ranker(rid, collection, store, progress=progress_for(rid, "indexing") if progress_for else None)
+        run = run_all_queries(ranker, collection, store, k=k,
+                              progress=progress_for(rid, "ranking") if progress_for else None)
         run.name = rid
         out[rid] = run
     return out

@@ -53,7 +53,7 @@ def warm_store(session_store_home, request):
         "browser tests: BM25 index": lambda p: build_ranker("bm25", wordnet, store, p),
         "browser tests: MiniLM-L6 exposure map and space": lambda p: prepare_exposure(wordnet, "minilm-l6", store, progress=p),
         "browser tests: runs of the curated coverage example": lambda p: live_runs(
-            wordnet, ["bm25", "minilm-l3-onnx", "minilm-l6"], store, progress=p),
+            wordnet, ["bm25", "minilm-l3-onnx", "minilm-l6"], store, progress_for=lambda rid, stage: p),
         "browser tests: latent space": lambda p: open_space(wordnet, store, "minilm-l6", progress=p),
     }
     for label, work in steps.items():

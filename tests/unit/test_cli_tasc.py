@@ -112,3 +112,20 @@ def test_runs_named_alike_are_all_kept(files, tmp_path):
     assert result.exit_code == 0, result.output
     tasc_rows = result.output.split("\npaired tests")[0].splitlines()[-3:]
     assert [ln.split()[0] for ln in tasc_rows] == ["old", "new", "old.dl19"]
+
+
+def test_live_runs_report_each_rankers_indexing_and_ranking_apart(tiny, store):
+    """A bar says which ranker it counts and what: passages while indexing, queries while ranking."""
+    from eqi_core.coverage.sources import live_runs
+
+    seen: dict[tuple[str, str], int] = {}
+
+    def progress_for(rid, stage):
+        def update(done, total):
+            seen[(rid, stage)] = total
+        return update
+
+    runs = live_runs(tiny, ["bm25"], store, k=5, progress_for=progress_for)
+    assert list(runs) == ["bm25"] and runs["bm25"].name == "bm25"
+    assert 0 < seen[("bm25", "ranking")] <= len(tiny.queries)  # queries counted (BM25 skips term-less ones)
+    assert set(seen) <= {("bm25", "indexing"), ("bm25", "ranking")}
