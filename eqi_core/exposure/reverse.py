@@ -12,23 +12,11 @@ from functools import cached_property
 import bm25s
 import numpy as np
 
-from eqi_core.collection import Collection
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers.bm25 import make_tokenizer
-from eqi_core.rankers.dense import InnerProductIndex, embeddings_artifact, encode_texts
-from eqi_core.store import ArtifactStore
+from eqi_core.rankers.dense import InnerProductIndex, query_embeddings, query_embeddings_artifact
 
-
-def query_embeddings_artifact(encoder_id: str, collection: Collection) -> tuple[str, dict]:
-    """(kind, params) of the stored embeddings of every logged query."""
-    return embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "queries"})
-
-
-def query_embeddings(encoder, collection: Collection, store: ArtifactStore, progress: ProgressFn | None = None) -> np.ndarray:
-    """Embeddings of every logged query (cached in the store beside the passage embeddings)."""
-    _, params = query_embeddings_artifact(encoder.id, collection)
-    return encode_texts(encoder, list(collection.queries["text"]), store,
-                        {k: v for k, v in params.items() if k != "encoder"}, progress)
+__all__ = ["BM25Reverse", "DenseReverse", "query_embeddings", "query_embeddings_artifact"]
 
 
 @dataclass

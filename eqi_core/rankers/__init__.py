@@ -58,7 +58,13 @@ def run_all_queries(ranker: Ranker, collection: Collection, store: ArtifactStore
     _, params = run_artifact(ranker.id, collection, k)
 
     def build(tmp: Path) -> dict:
-        run = ranker.search(dict(zip(collection.queries["query_id"], collection.queries["text"])), k=k, progress=progress)
+        qids = collection.queries["query_id"].tolist()
+        if hasattr(ranker, "search_embeddings"):  # dense: the log's stored embeddings, shared with exposure
+            from eqi_core.rankers.dense import query_embeddings
+
+            run = ranker.search_embeddings(qids, query_embeddings(ranker.encoder, collection, store, progress), k=k)
+        else:
+            run = ranker.search(dict(zip(qids, collection.queries["text"])), k=k, progress=progress)
         run.frame.to_parquet(tmp / "run.parquet", index=False)
         return {"rows": len(run)}
 

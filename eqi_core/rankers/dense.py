@@ -194,6 +194,20 @@ def passage_embeddings_artifact(collection: Collection, encoder_id: str) -> tupl
     return embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "passages"})
 
 
+def query_embeddings_artifact(encoder_id: str, collection: Collection) -> tuple[str, dict]:
+    """(kind, params) of the stored embeddings of every logged query."""
+    return embeddings_artifact(encoder_id, {"collection": collection.fingerprint, "field": "queries"})
+
+
+def query_embeddings(encoder, collection: Collection, store: ArtifactStore, progress: ProgressFn | None = None) -> np.ndarray:
+    """Embeddings of every logged query, encoded once and kept in the store beside the passage
+    embeddings: the exposure map, dense-reverse, the latent space and the ranker's run over all
+    queries share them."""
+    _, params = query_embeddings_artifact(encoder.id, collection)
+    return encode_texts(encoder, list(collection.queries["text"]), store,
+                        {k: v for k, v in params.items() if k != "encoder"}, progress)
+
+
 def shipped_digests(encoder_id: str | None, collection: Collection) -> list | None:
     """[passages, queries] digests of the vectors shipped for this encoder and collection, or None:
     the store keys of everything built from those vectors (maps, heads, evaluations) carry them."""

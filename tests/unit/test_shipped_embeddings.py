@@ -125,3 +125,22 @@ def test_heads_and_evaluations_are_keyed_by_the_shipped_vectors(tiny, store, ass
     assert "shipped" not in before
     assert after["shipped"] == {"map": [card["sha256"], None], "space": [card["sha256"], None]}
     assert setup("bm25").params()["shipped"] == {"map": None, "space": [card["sha256"], None]}
+
+
+def test_a_dense_run_over_all_queries_reuses_the_logs_stored_embeddings(tiny, store):
+    """The exposure map and the ranker's run share one encoding of the log (the coverage page's run
+    used to encode every query again)."""
+    from eqi_core.exposure.reverse import query_embeddings
+    from eqi_core.rankers import run_all_queries
+    from eqi_core.rankers.dense import DenseRanker
+
+    enc = CountingEncoder()
+    docs = enc.encode(tiny.passage_texts())
+    ranker = DenseRanker(enc, docs, tiny.passages["doc_id"].to_numpy(dtype=object), "minilm-l6", "MiniLM-L6", "2021-08")
+    stored = query_embeddings(enc, tiny, store)
+    enc.encoded = 0
+    run = run_all_queries(ranker, tiny, store, k=3)
+    assert enc.encoded == 0  # nothing encoded again
+    top = run.frame[run.frame["query_id"] == tiny.queries["query_id"].iloc[0]].sort_values("rank")
+    expected = tiny.passages["doc_id"].to_numpy()[np.argsort(-(docs @ stored[0]))[:3]]
+    assert top["doc_id"].tolist() == expected.tolist()
