@@ -65,6 +65,33 @@ def machine() -> dict:
     }
 
 
+def git_head() -> str | None:
+    """The commit a benchmark ran at (None outside a git checkout)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def bench_all(steps: dict[str, Callable[[], dict]], say: Callable[[str], None] = lambda _: None) -> dict:
+    """Several benchmarks one after the other in one process and one JSON, with the CPU and the
+    commit: the speed targets are compared within one run on one machine, never across runs made
+    on different host CPUs."""
+    out: dict = {"benchmark": "all", "commit": git_head(), "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                 "results": {}}
+    for name, run in steps.items():
+        say(f"eqi bench all: {name}...")
+        started = time.perf_counter()
+        out["results"][name] = run()
+        out["results"][name]["wall_seconds"] = round(time.perf_counter() - started, 1)
+    out["machine"]["peak_rss_mb"] = machine()["peak_rss_mb"]
+    return out
+
+
 def bench_encode(collection: Collection, n: int = 2000, batch_size: int = 64, repeats: int = 2) -> dict:
     """Passages/s of the default encoder's ``encode`` vs sentence-transformers' own ``encode``."""
     from eqi_core.rankers import load_encoder

@@ -1192,13 +1192,39 @@ def bench_scale_cmd(
     """Exact map time and peak RSS as WordNet grows (10k ... 117k passages with their logs), beside the cost model."""
     from eqi_core.bench import bench_scale
 
+    _echo_json(bench_scale(_store(), _scale_sizes(sizes), k), output)
+
+
+def _scale_sizes(sizes: str) -> tuple:
     try:
         parsed = tuple(None if s.strip() == "full" else int(s) for s in sizes.split(",") if s.strip())
     except ValueError:
         raise DataError(f"--sizes {sizes!r}: expected comma-separated synset counts or 'full'") from None
     if not parsed or any(n is not None and n < 100 for n in parsed):
         raise DataError(f"--sizes {sizes!r}: expected at least one size, each >= 100 synsets or 'full'")
-    _echo_json(bench_scale(_store(), parsed, k), output)
+    return parsed
+
+
+@bench_app.command("all")
+def bench_all_cmd(
+    collection: str = CollectionOpt,
+    full_log: str = typer.Option("wordnet:full", "--latency-collection", help="collection whose full log the latency uses"),
+    sizes: str = typer.Option("10000,30000,100000,full", "--sizes", help="WordNet synset counts of the scale benchmark"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """exposure, dense, encode and scale in one run and one JSON, with the CPU and the commit."""
+    from eqi_core.bench import bench_all, bench_dense, bench_encode, bench_exposure, bench_scale
+
+    store = _store()
+    parsed = _scale_sizes(sizes)  # bad input before any work
+    coll = _load(collection, store)
+    steps = {
+        "exposure": lambda: bench_exposure(coll, _load(full_log, store), store),
+        "dense": lambda: bench_dense(coll, store),
+        "encode": lambda: bench_encode(coll),
+        "scale": lambda: bench_scale(store, parsed),
+    }
+    _echo_json(bench_all(steps, lambda line: typer.echo(line, err=True)), output)
 
 
 @bench_app.command("first-visit")

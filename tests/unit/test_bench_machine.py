@@ -1,5 +1,10 @@
 """The CPU in every `eqi bench` JSON: runs on different host CPUs must be told apart."""
-from eqi_core.bench import cpu, machine
+import sys
+
+import pytest
+
+from eqi_core.bench import bench_all, cpu, machine
+from eqi_core.cli import main
 
 ZEN1 = """processor	: 0
 vendor_id	: AuthenticAMD
@@ -34,3 +39,28 @@ def test_cpu_without_fields_says_unknown_rather_than_failing():
 
 def test_machine_names_this_cpu():
     assert machine()["cpu"]["cores"] >= 1
+
+
+def test_bench_all_runs_each_step_once_in_order_with_cpu_and_commit():
+    order, said = [], []
+
+    def step(name):
+        def run():
+            order.append(name)
+            return {"benchmark": name}
+        return run
+
+    out = bench_all({"exposure": step("exposure"), "encode": step("encode")}, said.append)
+    assert order == ["exposure", "encode"] and list(out["results"]) == ["exposure", "encode"]
+    assert out["results"]["encode"]["benchmark"] == "encode" and out["results"]["encode"]["wall_seconds"] >= 0
+    assert out["machine"]["cpu"]["cores"] >= 1 and "commit" in out
+    assert said == ["eqi bench all: exposure...", "eqi bench all: encode..."]
+
+
+def test_bench_all_refuses_bad_sizes_before_any_work(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["eqi", "bench", "all", "--sizes", "10k"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --sizes '10k': expected comma-separated synset counts or 'full'"]
