@@ -44,6 +44,8 @@ DOC_BUCKETS = 16
 DEFAULT_QUERY_SHARD = 2048
 DEFAULT_BLOCK_BYTES = 64 << 20
 RESCORE_MARGIN = 16  # float32 candidates beyond k, re-scored exactly in float64
+POLL_SECONDS = 2.0  # how often a Dask job checks that its cluster still has workers
+MAX_CLUSTER_RESTARTS = 2
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class Engine:
     name: str = "inprocess"
     n_workers: int = 2
     memory_limit: str | int | None = None  # per worker, LocalCluster only ("1GB", bytes, or None = auto)
+    stall_seconds: float = 60.0  # no worker this long: a local cluster is restarted, a remote job stops
 
     def __post_init__(self) -> None:
         if self.name not in ("inprocess", "local") and "://" not in self.name:
@@ -193,29 +196,89 @@ def run_grid(pieces: list[dict], merges: list[tuple[list[str], str]], k: int, en
             done += 1
             report(done, total)
         return {"tasks_run": ran, "tasks_reused": reused}
-    from dask.distributed import as_completed
-
-    client = engine.client()
+    session = _DaskSession(engine)
     try:
         if on_client:
-            on_client(client)
-        futures = client.map(shard_task, pieces, pure=False, retries=5)
-        for f in as_completed(futures):
-            r = f.result()
+            on_client(session.client)
+
+        def shard_done(r: dict) -> None:
+            nonlocal ran, reused, done
             ran, reused, done = ran + (not r["reused"]), reused + r["reused"], done + 1
             report(done, total)
-        merge_futures = client.map(merge_task, [m[0] for m in merges], [m[1] for m in merges], [k] * len(merges),
-                                   pure=False, retries=5)
-        for f in as_completed(merge_futures):
-            f.result()
+
+        def merge_done(_: dict) -> None:
+            nonlocal done
             done += 1
             report(done, total)
-        return {"tasks_run": ran, "tasks_reused": reused, "workers": len(client.scheduler_info()["workers"])}
+
+        session.map(shard_task, [(t,) for t in pieces], shard_done)
+        session.map(merge_task, [(parts, out, k) for parts, out in merges], merge_done)
+        return {"tasks_run": ran, "tasks_reused": reused, "workers": len(session.client.nthreads()),
+                "cluster_restarts": session.restarts}
     finally:
-        cluster = getattr(client, "cluster", None)
-        client.close()
-        if cluster is not None and engine.name == "local":
-            cluster.close()
+        session.close()
+
+
+class _DaskSession:
+    """A Dask client for an engine that notices when the cluster has no worker left.
+
+    Dask reruns the tasks of a killed worker, but a worker whose nanny has died too (seen once in
+    CI under a tight memory limit) leaves the scheduler with no worker and every future pending
+    forever. After ``engine.stall_seconds`` without a worker, a local cluster is started afresh and
+    the unfinished calls resubmitted (tasks are idempotent: finished shard files are kept); with a
+    scheduler address the job stops with a one-line error, and a rerun resumes it."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.client = engine.client()
+        self.restarts = 0
+
+    def has_workers(self) -> bool:
+        try:
+            return bool(self.client.nthreads())
+        except (OSError, TimeoutError):
+            return False
+
+    def restart(self) -> None:
+        seconds = f"{self.engine.stall_seconds:g} s"
+        if self.engine.name != "local":
+            raise DataError(f"Dask scheduler {self.engine.name}: no worker for {seconds}; start workers "
+                            f"(dask worker {self.engine.name}) and rerun: finished shards are kept")
+        if self.restarts >= MAX_CLUSTER_RESTARTS:
+            raise DataError(f"the local Dask cluster lost every worker {self.restarts + 1} times (no worker for "
+                            f"{seconds} each time); a larger --memory-limit may help; rerun to resume")
+        self.close()
+        self.client = self.engine.client()
+        self.restarts += 1
+
+    def map(self, fn, calls: list[tuple], on_result) -> None:
+        """``fn(*call)`` for every call, ``on_result(result)`` as each finishes (any order)."""
+        from dask.distributed import wait
+
+        pending = {self.client.submit(fn, *c, pure=False, retries=5): c for c in calls}
+        idle_since = None
+        while pending:
+            try:
+                finished, _ = wait(list(pending), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                finished = set()
+            for f in finished:
+                pending.pop(f)
+                on_result(f.result())
+            if finished or self.has_workers():
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since >= self.engine.stall_seconds:
+                self.restart()
+                pending = {self.client.submit(fn, *c, pure=False, retries=5): c for c in pending.values()}
+                idle_since = None
+
+    def close(self) -> None:
+        cluster = getattr(self.client, "cluster", None)
+        self.client.close()
+        if cluster is not None and self.engine.name == "local":
+            cluster.close(timeout=30)
 
 
 # -- the job --------------------------------------------------------------------------------------------

@@ -145,3 +145,48 @@ def test_passage_shards_under_a_small_worker_memory_limit(tmp_path):
     compute_grid(inputs, plan_shards(600, n_docs, 384, 300, 1), 10, Engine("inprocess"), tmp_path / "one")
     a, b = read_grid(tmp_path / "dask", 2), read_grid(tmp_path / "one", 2)
     assert a[["q", "d", "rank0"]].equals(b[["q", "d", "rank0"]])
+
+
+def _tiny_dense_inputs(folder: Path, n_queries=200, n_docs=3000) -> dict:
+    rng = np.random.default_rng(1)
+    np.save(folder / "d.npy", rng.standard_normal((n_docs, 32), dtype=np.float32))
+    np.save(folder / "q.npy", rng.standard_normal((n_queries, 32), dtype=np.float32))
+    return {"kind": "dense", "query_emb": str(folder / "q.npy"), "passage_emb": str(folder / "d.npy"), "dim": 32}
+
+
+def test_a_local_cluster_left_without_workers_is_restarted(tmp_path):
+    """The CI hang: the worker and its nanny gone, the scheduler has no worker, futures wait forever.
+    The job starts a fresh local cluster after ``stall_seconds`` and finishes with the same top-k."""
+    from eqi_core.exposure.distributed import compute_grid, read_grid
+
+    inputs = _tiny_dense_inputs(tmp_path)
+    plan = plan_shards(200, 3000, 32, 50, 2)
+
+    def close_every_nanny(client):
+        for nanny in list(client.cluster.workers.values()):
+            client.sync(nanny.close)
+        assert not client.nthreads()
+
+    (tmp_path / "dask").mkdir()
+    info = compute_grid(inputs, plan, 10, Engine("local", n_workers=1, stall_seconds=3), tmp_path / "dask",
+                        on_client=close_every_nanny)
+    assert info["cluster_restarts"] == 1 and info["workers"] == 1 and info["tasks_run"] == 8
+    (tmp_path / "one").mkdir()
+    compute_grid(inputs, plan, 10, Engine("inprocess"), tmp_path / "one")
+    a, b = read_grid(tmp_path / "dask", 4), read_grid(tmp_path / "one", 4)
+    assert a[["q", "d", "rank0"]].equals(b[["q", "d", "rank0"]])
+
+
+def test_a_scheduler_without_workers_stops_with_one_line(tmp_path):
+    from dask.distributed import LocalCluster
+
+    from eqi_core.errors import DataError
+    from eqi_core.exposure.distributed import compute_grid
+
+    inputs = _tiny_dense_inputs(tmp_path)
+    (tmp_path / "work").mkdir()
+    with LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster:
+        engine = Engine(cluster.scheduler_address, stall_seconds=2)
+        with pytest.raises(DataError, match=r"no worker for 2 s; start workers .* finished shards are kept") as err:
+            compute_grid(inputs, plan_shards(200, 3000, 32, 100, 1), 10, engine, tmp_path / "work")
+    assert "\n" not in str(err.value)
