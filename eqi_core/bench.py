@@ -308,7 +308,7 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
 
     exact_for_new_text(setup, encoder.encode([texts[0]])[0], k)  # warm: the map's per-query k-th scores, once
     pasted = latencies(lambda t: exact_for_new_text(setup, encoder.encode([t])[0], k))
-    probes = encoder.encode(texts[:50])  # the one-passage path (fp16 candidates, fp32 re-scoring) vs the exact GEMM
+    probes = encoder.encode(texts[:50])  # the one-passage path (int8 candidates, fp32 re-scoring) vs the exact GEMM
     same_one = float(np.mean([set(dense.retrieve(p[None], k)[0][0]) == set(exact_topk(p[None], full_q, k)[1][0])
                               for p in probes]))
 
@@ -351,7 +351,7 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
         "one_passage_latency_ms": {
             "log": full.name, "log_queries": len(full_q), "passages_timed": n_latency, "k": k,
             "includes": "encoding the passage text + searching the whole log",
-            "dense_search": "InnerProductIndex: fp16 scores pick candidates within a proven margin, re-scored in fp32",
+            "dense_search": "InnerProductIndex: int8 scores pick candidates within a proven bound, re-scored in fp32",
             **{name: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2)}
                for name, v in lat.items()},
             "identical_to_exact_topk": same_one, "target_p50_ms": 15.0, "target_p95_ms": 30.0,

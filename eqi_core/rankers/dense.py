@@ -21,9 +21,7 @@ SELECT_ROWS = 512  # queries per GEMM when topk_rows selects (measured: 512 stea
 KERNEL_MIN_SCORES = 1 << 22  # below this, torch.topk (no numba kernel to load; both take milliseconds)
 COPY_MIN_QUERIES = 6144  # from here, copying the passages as contiguous columns first beats a transposed
 # view (20,001 x 384: the copy costs 18 ms and saves ~1.5% of each GEMM; break-even measured ~5,500 queries)
-FEW_PROBES = 8  # up to this many probes, InnerProductIndex scores an fp16 copy (memory-bound); more: blocked GEMM
-_FP16_UNIT_ROUNDOFF = 2.0 ** -11
-_FP16_SAFE_MAX = 6.0e4  # below fp16's largest finite value (65,504)
+FEW_PROBES = 8  # up to this many probes, InnerProductIndex scans an int8 copy (memory-bound); more: blocked GEMM
 
 
 @dataclass(frozen=True)
@@ -135,48 +133,91 @@ def _merge(best_s, best_i, s, i, k) -> tuple[np.ndarray, np.ndarray]:
 class InnerProductIndex:
     """Exact inner-product top-k over fixed vectors (a query log), fast for one passage at a time.
 
-    A single probe is a matrix-vector product, bound by reading the vectors from memory; an fp16
-    copy halves that read. Its scores pick every vector within a proven error margin of the k-th
-    best, and only those are re-scored from the fp32 vectors, so the top-k equals ``exact_topk``'s.
-    Margin, per vector x and probe q (u = 2^-11, fp16 round-off; accumulation in fp32 over d terms):
-    |fp16 score - exact| <= (4u + d * 2^-23) * ||q|| * ||x|| + d * 2^-24 * max|q| (subnormal storage).
-    Many probes at once (evaluations) go to ``exact_topk``'s blocked GEMM, which is faster there.
+    A single probe is a matrix-vector product, bound by reading the vectors from memory; an int8
+    copy (one scale per vector) reads a quarter of the bytes and its integer products are exact.
+    Each vector x = s_x x' + e_x (x' its int8 code) and the probe q = s_q q' + e_q; by Cauchy-Schwarz
+        |q.x - s_q s_x (q'.x')| <= ||q|| ||e_x|| + ||e_q|| ||s_x x'||,
+    and the fp32 re-scoring below is within d 2^-23 ||q|| ||x|| of q.x, which joins the first term.
+    Vectors whose upper bound reaches the k-th largest lower bound (a group-maxima bound below it)
+    are re-scored from the fp32 vectors and the top k taken from those: the same top k as
+    ``exact_topk`` (tied scores in any order). Many probes at once (evaluations) go to
+    ``exact_topk``'s blocked GEMM, which is faster there.
     """
 
     def __init__(self, vectors: np.ndarray) -> None:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        finite_in_fp16 = len(self.vectors) and float(np.abs(self.vectors).max()) < _FP16_SAFE_MAX
-        self._half = torch.from_numpy(self.vectors).half() if finite_in_fp16 else None
-        self._max_norm = float(np.linalg.norm(self.vectors, axis=1).max()) if len(self.vectors) else 0.0
+        self._codes: np.ndarray | None = None
+        if len(self.vectors) and np.isfinite(self.vectors).all():
+            self._codes, self._coef_base, self._err, self._norm = int8_codes(self.vectors)
         self._columns: ColumnBlocks | None = None  # made on the first many-probe search
 
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def margin(self, probe: np.ndarray) -> float:
-        """Upper bound on |fp16 score - fp32 score| for this probe against any stored vector."""
-        d = self.vectors.shape[1]
-        scale = float(np.linalg.norm(probe)) * self._max_norm
-        return (4 * _FP16_UNIT_ROUNDOFF + d * 2.0 ** -23) * scale + d * 2.0 ** -24 * float(np.abs(probe).max())
-
     def search(self, probes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, indices), each (n_probes, k), best first: the same top k as ``exact_topk(probes, vectors, k)`` (tied scores in any order)."""
         probes = np.ascontiguousarray(np.atleast_2d(probes), dtype=np.float32)
         k = min(k, len(self.vectors))
-        if self._half is None or len(probes) > FEW_PROBES or k == 0 or not np.isfinite(probes).all():
+        if self._codes is None or len(probes) > FEW_PROBES or k == 0 or not np.isfinite(probes).all():
             self._columns = kept_columns(self._columns, len(probes), self.vectors)
             return exact_topk(probes, self.vectors, k, columns=self._columns)
         out_s = np.empty((len(probes), k), dtype=np.float32)
         out_i = np.empty((len(probes), k), dtype=np.int64)
-        with torch.inference_mode():
-            for row, probe in enumerate(probes):
-                approx = (self._half @ torch.from_numpy(probe).half()).float()
-                kth = float(torch.topk(approx, k, sorted=False).values.min())
-                candidates = torch.nonzero(approx >= kth - 2 * self.margin(probe)).squeeze(1).numpy()
-                exact = self.vectors[candidates] @ probe
-                best = np.argsort(-exact, kind="stable")[:k]
-                out_s[row], out_i[row] = exact[best], candidates[best]
+        for row, probe in enumerate(probes):
+            candidates = self.candidates(probe, k)
+            exact = self.vectors[candidates] @ probe
+            best = np.argsort(-exact, kind="stable")[:k]
+            out_s[row], out_i[row] = exact[best], candidates[best]
         return out_s, out_i
+
+    def candidates(self, probe: np.ndarray, k: int) -> np.ndarray:
+        """Positions of every vector that can be in the probe's exact top k (a superset of it)."""
+        from eqi_core.rankers.topk import int8_upper_bounds
+
+        code, scale, err = int8_code(probe)
+        q_norm = _round_up(float(np.linalg.norm(probe.astype(np.float64))))
+        n = len(self.vectors)
+        groups = n if n <= INT8_GROUPS_PER_K * k else INT8_GROUPS_PER_K * k
+        hi, group_max = int8_upper_bounds(self._codes, code, self._coef_base * scale, self._err, self._norm,
+                                          q_norm, err, groups)
+        # k groups' maxima reach the k-th largest of them: k vectors' lower bounds do, so the k-th best score does
+        kth = np.partition(group_max, len(group_max) - k)[len(group_max) - k]
+        return np.flatnonzero(hi >= kth)
+
+
+INT8_GROUPS_PER_K = 40  # groups of vectors in the candidate bound (measured: 40 k groups ~330 candidates of 147,306)
+_ROUND_UP = 1 + 2.0 ** -40  # far more than float64 rounding in the norms below, far less than any bound
+
+
+def _round_up(x: float) -> float:
+    return x * _ROUND_UP + 1e-300
+
+
+def int8_code(x: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """One vector's int8 code x', scale s and an upper bound on ||x - s x'|| (for ``InnerProductIndex``)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    scale = float(np.abs(x64).max()) / 127.0 or 1.0
+    code = np.rint(x64 / scale).astype(np.int8)
+    return code, scale, _round_up(float(np.linalg.norm(x64 - scale * code)))
+
+
+def int8_codes(vectors: np.ndarray, chunk: int = 16384) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise int8 codes of fp32 vectors, with each row's scale, its bound on the coding error plus
+    the fp32 re-scoring's rounding (d 2^-23 ||x|| per unit of probe norm), and ||s x'|| (each rounded
+    up), computed in float64 a chunk at a time."""
+    n, dim = vectors.shape
+    codes = np.empty((n, dim), np.int8)
+    scale, err, norm = (np.empty(n) for _ in range(3))
+    for a in range(0, n, chunk):
+        x = vectors[a:a + chunk].astype(np.float64)
+        s = np.abs(x).max(axis=1) / 127.0
+        s[s == 0] = 1.0
+        c = np.rint(x / s[:, None])
+        codes[a:a + chunk] = c
+        scale[a:a + chunk] = s
+        err[a:a + chunk] = np.linalg.norm(x - s[:, None] * c, axis=1) + dim * 2.0 ** -23 * np.linalg.norm(x, axis=1)
+        norm[a:a + chunk] = np.linalg.norm(s[:, None] * c, axis=1)
+    return codes, scale, _round_up(err), _round_up(norm)
 
 
 def embeddings_artifact(encoder_id: str, params: dict) -> tuple[str, dict]:

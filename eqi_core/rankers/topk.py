@@ -1,5 +1,6 @@
 """Exact top-k kernels: per-row top-k of a score block, cheaper than ``torch.topk`` over the whole
-row, and the exact float64 re-scoring of the candidates (``rescore_rows``).
+row, the exact float64 re-scoring of the candidates (``rescore_rows``), and the int8 scan behind
+one-passage search (``int8_upper_bounds``).
 
 After an exposure map's GEMM, selecting each query's top 100 of 20,001 passages with ``torch.topk``
 cost a third of the GEMM's time (`eqi bench exposure`, README: Benchmarks). This selection reads
@@ -86,6 +87,8 @@ def warm_up() -> None:
     kernel(np.zeros((1, 4), np.float32), np.zeros((1, 4), np.float32), 1,
            np.empty((1, 1), np.float32), np.empty((1, 1), np.int64), _BINS)
     rescore_rows(np.zeros((1, 4), np.float32), np.zeros((2, 4), np.float32), np.zeros((1, 1), np.int64))
+    zeros = np.zeros(2)
+    int8_upper_bounds(np.zeros((2, 4), np.int8), np.zeros(4, np.int8), zeros, zeros, zeros, 0.0, 0.0, 1)
 
 
 def _compiled(kernel=None):
@@ -137,6 +140,41 @@ def rescore_rows(q: np.ndarray, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
     kernel = _compiled(_rescore)
     _over_rows(len(idx), lambda start, stop: kernel(q, d, idx, out, start, stop))
     return out
+
+
+def _int8_bounds(codes, probe, coef, err, norm, q_norm, q_err, step, dots, hi, group_max, g_start, g_stop):  # pragma: no cover
+    n, dim = codes.shape
+    start, stop = g_start * step, min(n, g_stop * step)
+    for i in range(start, stop):  # exact integer inner products; an int32 target keeps LLVM's SIMD (a float64 one: 4x slower)
+        row = codes[i]
+        acc = np.int32(0)
+        for j in range(dim):
+            acc += np.int32(row[j] * probe[j])
+        dots[i] = acc
+    for g in range(g_start, g_stop):
+        best = -np.inf
+        for i in range(g * step, min(n, (g + 1) * step)):
+            approx = dots[i] * coef[i]
+            slack = q_norm * err[i] + q_err * norm[i]
+            hi[i] = approx + slack
+            best = max(best, approx - slack)
+        group_max[g] = best
+
+
+def int8_upper_bounds(codes: np.ndarray, probe: np.ndarray, coef: np.ndarray, err: np.ndarray, norm: np.ndarray,
+                      q_norm: float, q_err: float, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ``InnerProductIndex``: each vector's upper bound ``coef * (codes . probe) + slack`` and each
+    of ``groups`` contiguous groups' largest lower bound (``slack = q_norm * err + q_err * norm``),
+    in one pass over the int8 codes, one thread per core over whole groups."""
+    n = len(codes)
+    step = -(-n // groups)
+    groups = -(-n // step)
+    dots = np.empty(n, np.int32)
+    hi = np.empty(n, np.float64)
+    group_max = np.full(groups, -np.inf)
+    kernel = _compiled(_int8_bounds)
+    _over_rows(groups, lambda a, b: kernel(codes, probe, coef, err, norm, q_norm, q_err, step, dots, hi, group_max, a, b))
+    return hi, group_max
 
 
 def _select_rows(scores, maxima, k, out_s, out_i, bins):  # pragma: no cover (runs compiled)

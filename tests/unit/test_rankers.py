@@ -251,14 +251,16 @@ def test_inner_product_index_equals_exact_topk_for_few_probes():
     log = _unit(rng.normal(size=(5000, 64)))
     probes = _unit(rng.normal(size=(3, 64)))
     s_exact, i_exact = exact_topk(probes, log, 50)
-    s_ix, i_ix = InnerProductIndex(log).search(probes, 50)
+    index = InnerProductIndex(log)
+    s_ix, i_ix = index.search(probes, 50)
+    assert len(index.candidates(probes[0], 50)) < 1000  # the int8 bound prunes most of the 5,000
     assert [set(r) for r in i_ix] == [set(r) for r in i_exact]
     np.testing.assert_allclose(s_ix, s_exact, atol=1e-6)
     assert (np.diff(s_ix, axis=1) <= 0).all()  # best first
 
 
-def test_inner_product_index_separates_scores_closer_than_fp16_can():
-    """Vectors whose scores differ by 1e-5 (fp16 cannot tell them apart near 1): the re-scoring in
+def test_inner_product_index_separates_scores_closer_than_int8_can():
+    """Vectors whose scores differ by 1e-5 (int8 codes cannot tell them apart): the re-scoring in
     fp32 still puts them in exact order, and the top-k is exactly the fp32 one."""
     from eqi_core.rankers.dense import InnerProductIndex
 
@@ -272,15 +274,43 @@ def test_inner_product_index_separates_scores_closer_than_fp16_can():
     np.testing.assert_allclose(scores[0], log[199:189:-1, 0], rtol=0, atol=1e-7)
 
 
-def test_inner_product_index_margin_by_hand_and_fallbacks():
-    from eqi_core.rankers.dense import InnerProductIndex, exact_topk
+def test_inner_product_index_candidates_hold_the_top_k_when_scores_crowd():
+    """3,000 near-duplicates (scores within ~1e-3 of each other, far inside the int8 bound) and the
+    grouped bound (more than 40 k vectors): every vector of the float64 top k is a candidate."""
+    from eqi_core.rankers.dense import InnerProductIndex
 
-    log = np.array([[3.0, 4.0], [0.0, 1.0]], dtype=np.float32)  # largest norm 5
-    probe = np.array([0.0, 2.0], dtype=np.float32)  # norm 2, largest component 2
-    u = 2.0 ** -11
-    assert InnerProductIndex(log).margin(probe) == pytest.approx((4 * u + 2 * 2.0 ** -23) * 10 + 2 * 2.0 ** -24 * 2)
+    rng = np.random.default_rng(5)
+    base = _unit(rng.normal(size=(1, 48)))
+    log = _unit(base + 1e-3 * rng.normal(size=(3000, 48)).astype(np.float32))
+    index = InnerProductIndex(log)
+    for probe in (base[0], _unit(base + 0.1 * rng.normal(size=(1, 48)))[0]):
+        for k in (1, 10, 60):
+            exact = log.astype(np.float64) @ probe.astype(np.float64)
+            top = np.argsort(-exact, kind="stable")[:k]
+            candidates = index.candidates(probe, k)
+            assert set(top) <= set(candidates.tolist())
+
+
+def test_inner_product_index_int8_bound_by_hand_and_fallbacks():
+    from eqi_core.rankers.dense import InnerProductIndex, exact_topk, int8_code, int8_codes
+
+    log = np.array([[3.0, 4.0], [0.0, 1.0]], dtype=np.float32)
+    codes, scale, err, norm = int8_codes(log)
+    # row 0: scale 4/127, 3 * 127/4 = 95.25 -> 95, coding error 3 - 95 * 4/127 = 1/127; row 1 exact
+    assert codes.tolist() == [[95, 127], [0, 127]]
+    np.testing.assert_allclose(scale, [4 / 127, 1 / 127])
+    rounding = 2 * 2.0 ** -23  # d 2^-23 ||x|| of the fp32 re-scoring, per unit of probe norm
+    np.testing.assert_allclose(err, [1 / 127 + rounding * 5, rounding * 1], rtol=1e-12)
+    np.testing.assert_allclose(norm, [4 / 127 * np.hypot(95, 127), 1.0], rtol=1e-12)
+    assert (err >= [1 / 127 + rounding * 5, rounding]).all()  # rounded up, never down
+    code, s, e = int8_code(np.array([0.0, 2.0], dtype=np.float32))
+    assert code.tolist() == [0, 127] and s == pytest.approx(2 / 127) and 0 <= e < 1e-250
+    probe = np.array([0.0, 2.0], dtype=np.float32)  # scores 8 and 2, bounds +-0.016: row 1 cannot be first
+    index = InnerProductIndex(log)
+    assert index.candidates(probe, 1).tolist() == [0]
+    assert index.candidates(probe, 2).tolist() == [0, 1]
     rng = np.random.default_rng(1)
-    big = rng.normal(size=(300, 16)).astype(np.float32) * 1e5  # beyond fp16's range: exact fp32 path
+    big = rng.normal(size=(300, 16)).astype(np.float32) * 1e5  # large values: int8 codes scale with them
     many = rng.normal(size=(20, 16)).astype(np.float32)  # many probes: the blocked GEMM
     for vectors, probes in ((big, many[:2]), (_unit(big), many)):
         s, i = InnerProductIndex(vectors).search(probes, 7)
