@@ -201,22 +201,13 @@ def int8_code(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     return code, scale, _round_up(float(np.linalg.norm(x64 - scale * code)))
 
 
-def int8_codes(vectors: np.ndarray, chunk: int = 16384) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def int8_codes(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Row-wise int8 codes of fp32 vectors, with each row's scale, its bound on the coding error plus
-    the fp32 re-scoring's rounding (d 2^-23 ||x|| per unit of probe norm), and ||s x'|| (each rounded
-    up), computed in float64 a chunk at a time."""
-    n, dim = vectors.shape
-    codes = np.empty((n, dim), np.int8)
-    scale, err, norm = (np.empty(n) for _ in range(3))
-    for a in range(0, n, chunk):
-        x = vectors[a:a + chunk].astype(np.float64)
-        s = np.abs(x).max(axis=1) / 127.0
-        s[s == 0] = 1.0
-        c = np.rint(x / s[:, None])
-        codes[a:a + chunk] = c
-        scale[a:a + chunk] = s
-        err[a:a + chunk] = np.linalg.norm(x - s[:, None] * c, axis=1) + dim * 2.0 ** -23 * np.linalg.norm(x, axis=1)
-        norm[a:a + chunk] = np.linalg.norm(s[:, None] * c, axis=1)
+    the fp32 re-scoring's rounding (d 2^-23 ||x|| per unit of probe norm), and ||s x'||, both norms
+    rounded up (computed in float64 by a numba kernel: 0.1 s for the 147,306-query log)."""
+    from eqi_core.rankers.topk import int8_encode
+
+    codes, scale, err, norm = int8_encode(np.ascontiguousarray(vectors, dtype=np.float32))
     return codes, scale, _round_up(err), _round_up(norm)
 
 

@@ -88,6 +88,7 @@ def warm_up() -> None:
            np.empty((1, 1), np.float32), np.empty((1, 1), np.int64), _BINS)
     rescore_rows(np.zeros((1, 4), np.float32), np.zeros((2, 4), np.float32), np.zeros((1, 1), np.int64))
     zeros = np.zeros(2)
+    int8_encode(np.zeros((2, 4), np.float32))
     int8_upper_bounds(np.zeros((2, 4), np.int8), np.zeros(4, np.int8), zeros, zeros, zeros, 0.0, 0.0, 1)
 
 
@@ -159,6 +160,39 @@ def _int8_bounds(codes, probe, coef, err, norm, q_norm, q_err, step, dots, hi, g
             hi[i] = approx + slack
             best = max(best, approx - slack)
         group_max[g] = best
+
+
+def _int8_encode(vectors, codes, scale, err, norm, start, stop):  # pragma: no cover (runs compiled)
+    dim = vectors.shape[1]
+    for i in range(start, stop):
+        top = 0.0
+        for j in range(dim):
+            top = max(top, abs(np.float64(vectors[i, j])))
+        s = top / 127.0 if top > 0 else 1.0
+        e2 = 0.0
+        n2 = 0.0
+        x2 = 0.0
+        for j in range(dim):
+            x = np.float64(vectors[i, j])
+            c = np.rint(x / s)
+            codes[i, j] = np.int8(c)
+            e2 += (x - s * c) ** 2
+            n2 += (s * c) ** 2
+            x2 += x * x
+        scale[i] = s
+        err[i] = np.sqrt(e2) + dim * 2.0 ** -23 * np.sqrt(x2)
+        norm[i] = np.sqrt(n2)
+
+
+def int8_encode(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise int8 codes of fp32 vectors with each row's scale, coding-error term and ||s x'||, in
+    float64, one thread per core (``InnerProductIndex`` rounds the two norms up)."""
+    n, dim = vectors.shape
+    codes = np.empty((n, dim), np.int8)
+    scale, err, norm = np.empty(n), np.empty(n), np.empty(n)
+    kernel = _compiled(_int8_encode)
+    _over_rows(n, lambda a, b: kernel(vectors, codes, scale, err, norm, a, b))
+    return codes, scale, err, norm
 
 
 def int8_upper_bounds(codes: np.ndarray, probe: np.ndarray, coef: np.ndarray, err: np.ndarray, norm: np.ndarray,
