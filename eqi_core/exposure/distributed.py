@@ -21,6 +21,7 @@ The same task functions run in three ways: ``engine="inprocess"`` (a loop, no Da
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -43,6 +44,7 @@ MAP_VERSION = 4  # 2: float64 re-scoring of candidates; 3: scores kept in the ma
 DOC_BUCKETS = 16
 DEFAULT_QUERY_SHARD = 2048
 DEFAULT_BLOCK_BYTES = 64 << 20
+log = logging.getLogger(__name__)
 RESCORE_MARGIN = 16  # float32 candidates beyond k, re-scored exactly in float64
 POLL_SECONDS = 2.0  # how often a Dask job checks that its cluster still has workers
 MAX_CLUSTER_RESTARTS = 2
@@ -247,6 +249,8 @@ class _DaskSession:
         if self.restarts >= MAX_CLUSTER_RESTARTS:
             raise DataError(f"the local Dask cluster lost every worker {self.restarts + 1} times (no worker for "
                             f"{seconds} each time); a larger --memory-limit may help; rerun to resume")
+        log.warning("the local Dask cluster has had no worker for %s: starting a fresh one (restart %d of %d); "
+                    "finished shards are kept", seconds, self.restarts + 1, MAX_CLUSTER_RESTARTS)
         self.close()
         self.client = self.engine.client()
         self.restarts += 1
