@@ -119,7 +119,11 @@ def test_onnx_pooling_matches_models_own_pooled_output():
 
     enc = load_encoder("minilm-l3-onnx")
     texts = ["a bank of the river", "short", "a financial institution that accepts deposits"]
-    e = enc.tokenizer.encode_batch(texts)
+    from tokenizers import Tokenizer
+
+    padding = Tokenizer.from_str(enc.tokenizer.to_str())
+    padding.enable_padding(pad_id=0, pad_token="[PAD]")
+    e = padding.encode_batch(texts)
     ids = np.array([x.ids for x in e])
     mask = np.array([x.attention_mask for x in e])
     pooled = enc.session.run(["461"], {"input_ids": ids, "attention_mask": mask})[0]
@@ -209,6 +213,32 @@ def test_default_encoder_runs_an_onnx_export_of_the_same_weights():
     assert "path" not in embeddings_artifact("minilm-l3-onnx", {"field": "passages"})[1]
     # what it reads: 256 word pieces; "x " * 400 has 400 + [CLS] + [SEP]
     assert enc.max_pieces == 256 and enc.word_pieces(texts).tolist()[::3] == [3, 402]
+
+
+def test_token_batches_cut_by_word_pieces():
+    """Consecutive batches along the length order: at most max_rows texts, rows x longest within the
+    budget, a text longer than the budget alone (by hand)."""
+    from eqi_core.encoders import token_batches
+
+    lengths = np.array([3, 1, 2, 2, 400, 300])
+    order = np.argsort(lengths, kind="stable")  # [1, 2, 3, 0, 5, 4]
+    assert [b.tolist() for b in token_batches(order, lengths, 8, 64)] == [[1, 2, 3], [0], [5], [4]]  # 4 x 3 > 8
+    assert [b.tolist() for b in token_batches(order, lengths, 512, 2)] == [[1, 2], [3, 0], [5], [4]]
+    assert [b.tolist() for b in token_batches(order, lengths, 10_000, 64)] == [[1, 2, 3, 0, 5, 4]]
+    assert token_batches(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 512, 64) == []
+
+
+@pytest.mark.slow
+def test_bulk_encoding_on_every_core_gives_the_one_call_vectors():
+    """Many batches run one per core on a single-threaded session; one text runs on the all-core
+    session: the same vectors either way (to float rounding)."""
+    from eqi_core.rankers import load_encoder
+
+    enc = load_encoder("minilm-l6")
+    texts = [f"a {'very ' * (i % 40)}long gloss number {i}" for i in range(120)]
+    together = enc.encode(texts)
+    alone = np.vstack([enc.encode([t]) for t in texts[::17]])
+    assert np.abs(together[::17] - alone).max() < 1e-6
 
 
 class _CountingEncoder:
