@@ -192,10 +192,11 @@ def no_spinning(opts) -> None:
 
 
 # Word pieces per onnxruntime call (texts x the longest). Padding is computed like any token, so
-# batches are cut by word pieces, not characters, and kept small enough to stay in cache; measured on
-# 2 cores (Zen 1), passages/s for 2,000 WordNet glosses / 384 TREC DL 2019 passages: 64 texts sorted
-# by characters (the old path; sentence-transformers sorts the same way) 108 / 19 with 38-42% padding;
-# sorted by word pieces with 128 / 512 / 1,024 per call 164 / 173 / 167 and 33 / 33 / 33 (1-4% padding).
+# batches are cut by word pieces, not characters. Measured on 2 cores (Zen 1), passages/s for 2,000
+# WordNet glosses / 384 TREC DL 2019 passages: 64 texts per call sorted by characters (the old path;
+# sentence-transformers sorts the same way; 32 per call pad 38% / 42%) 108 / 19; sorted by word pieces
+# (1-4% padding), 128 to 512 per call, one batch per core: 166-170 / 35-36, flat in that range;
+# sentence-transformers 114-117 / 23.
 TOKEN_BUDGET = 512
 
 
