@@ -64,3 +64,17 @@ def test_bench_all_refuses_bad_sizes_before_any_work(monkeypatch, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --sizes '10k': expected comma-separated synset counts or 'full'"]
+
+
+def test_dense_layer_flops_of_minilm_l6_by_hand():
+    from eqi_core.bench import dense_layer_flops_per_token
+
+    # 6 layers x (Q, K, V, attention output: 4 x 384 x 384 + feed-forward: 2 x 384 x 1536) multiply-adds, x 2
+    assert dense_layer_flops_per_token(6, 384, 1536) == 2 * 6 * (4 * 147_456 + 2 * 589_824) == 21_233_664
+
+
+def test_onnx_gemm_ceiling_is_a_positive_rate():
+    from eqi_core.bench import onnx_gemm_gflops
+
+    rate = onnx_gemm_gflops(16, 32, rows=8, seconds=0.01, repeats=1)
+    assert 0 < rate < 1e5
