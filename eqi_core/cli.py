@@ -785,7 +785,11 @@ def suggest_cmd(
         raise DataError(f"--model {model!r}: expected one of {', '.join(CHOICES)}")
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
     table = suggestion_table(space, _store(), query, model, n, suggester)
-    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    judged = table["ndcg10"].notna().any()
+    if not judged:
+        typer.echo(f"no judgments for {query!r} in this collection: suggestions without nDCG@10")
+    shown = table if judged else table.drop(columns=["ndcg10", "gold_rank"])
+    typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output:
         with atomic_path(output) as tmp:
             table.to_csv(tmp, index=False)

@@ -6,6 +6,7 @@ they are traversing, so a decoder is never applied to another encoder's embeddin
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,8 +47,26 @@ _WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens, punctuation dropped (as SQuAD-style token F1 counts them)."""
+    """Lower-cased word tokens, punctuation dropped (as SQuAD-style token F1 counts them). ASCII
+    letters and digits only: the decoder's reported metrics are counted this way (``terms`` for
+    text in any script)."""
     return _WORD.findall(text.lower())
+
+
+_TERM = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased words of any script, accents kept ("données", "東京"): the terms of a
+    collection's own text (relevance models, vocabularies), where ``words`` would cut "café" to
+    "caf"."""
+    return _TERM.findall(text.lower())
+
+
+def fold(word: str) -> str:
+    """A word as an uncased BERT tokenizer reads it: accents stripped ("données" -> "donnees"), so
+    a decoder's output can be matched against a collection's accented words."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from eqi_core.decoder.base import stopwords, words
+from eqi_core.decoder.base import fold, stopwords, terms
 from eqi_core.decoder.traversal import check_query
 
 CUTOFFS = (1, 3, 5, 10)
@@ -28,7 +28,7 @@ CUTOFFS = (1, 3, 5, 10)
 def _collection_model(fingerprint: str, texts: tuple[str, ...]) -> tuple[Counter, int]:
     counts: Counter = Counter()
     for t in texts:
-        counts.update(words(t))
+        counts.update(terms(t))
     return counts, sum(counts.values())
 
 
@@ -37,21 +37,22 @@ def collection_model(collection) -> tuple[Counter, int]:
 
 
 def rm3_terms(query: str, feedback: list[str], collection, n: int = 10, mu: float = 2500.0) -> list[tuple[str, float]]:
-    """The ``n`` best expansion terms (not stop words, not already in the query) with P(w|R)."""
+    """The ``n`` best expansion terms (not stop words, not already in the query, accents aside) with
+    P(w|R). Terms of any script, as the collection writes them."""
     counts, total = collection_model(collection)
     floor = 1.0 / (total + len(counts) + 1)
-    q_words = words(query)
+    q_words = terms(query)
     p_c = lambda w: counts.get(w, 0) / total if counts.get(w, 0) else floor
     weights: Counter = Counter()
     for text in feedback:
-        tf = Counter(words(text))
+        tf = Counter(terms(text))
         length = sum(tf.values())
         p_wd = lambda w, tf=tf, length=length: (tf.get(w, 0) + mu * p_c(w)) / (length + mu)
         likelihood = math.exp(sum(math.log(p_wd(w)) for w in q_words))
         for w in tf:
             weights[w] += p_wd(w) * likelihood
-    stop, seen = stopwords(), set(q_words)
-    ranked = [(w, s) for w, s in weights.most_common() if w not in stop and w not in seen and len(w) > 1]
+    stop, seen = stopwords(), {fold(w) for w in q_words}
+    ranked = [(w, s) for w, s in weights.most_common() if w not in stop and fold(w) not in seen and len(w) > 1]
     norm = sum(s for _, s in ranked) or 1.0
     return [(w, s / norm) for w, s in ranked[:n]]
 

@@ -42,6 +42,15 @@ def test_suggest_prints_the_table_and_writes_csv(tmp_path):
     assert "suggester (PRF)" in result.output
 
 
+def test_suggest_for_a_query_without_judgments_says_so_and_prints_no_empty_columns(tmp_path):
+    out = tmp_path / "typed.csv"
+    result = runner.invoke(app, ["suggest", "volcanic ash clouds", "-c", TINY, "--model", "prf", "-n", "3", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "no judgments for 'volcanic ash clouds'" in result.output
+    assert "ndcg10" not in result.output and "NaN" not in result.output and "<NA>" not in result.output
+    assert pd.read_csv(out)["ndcg10"].isna().all()  # the CSV keeps its columns, empty
+
+
 def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tmp_path, tiny):
     """Every method scored on the tiny collection's judged queries; the card gets the rows and the
     command that made them. The evaluation's vocabulary (the shared query logs) is replaced by the

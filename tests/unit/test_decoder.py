@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from eqi_core.decoder.base import Candidate, DecoderError, QueryDecoder, dedupe, words
+from eqi_core.decoder.base import Candidate, DecoderError, QueryDecoder, dedupe, fold, terms, words
 from eqi_core.decoder.evaluate import curve_summary, token_f1
 from eqi_core.decoder.guided import _edits
 from eqi_core.decoder.traversal import cosine, interpolate
@@ -80,6 +80,22 @@ def test_rm3_term_weights_hand_case(tiny):
     assert terms[0][0] == "water"
     assert "river" not in dict(terms)
     assert sum(w for _, w in terms) <= 1.0 + 1e-9
+
+
+def test_terms_keep_any_script_and_fold_strips_accents():
+    assert terms("Données du Café, 東京! it's well-known") == ["données", "du", "café", "東京", "it's", "well-known"]
+    assert words("Données du Café") == ["donn", "es", "du", "caf"]  # why RM3 and vocabularies use terms
+    assert [fold(w) for w in ("données", "naïve", "東京", "river")] == ["donnees", "naive", "東京", "river"]
+
+
+def test_rm3_expands_with_accented_terms_whole_and_not_the_querys_own_words():
+    from types import SimpleNamespace
+
+    coll = SimpleNamespace(fingerprint="accents-test", passage_texts=lambda: [
+        "le café des données", "données ouvertes du café", "river bank water", "cafe crème"])
+    found = dict(rm3_terms("Cafe", ["le café des données", "données ouvertes du café"], coll, n=5))
+    assert "données" in found and max(found, key=found.get) == "données"
+    assert not {"café", "cafe", "caf", "donn", "es"} & set(found)  # the query's own word, accents aside
 
 
 def test_edits_and_words():
