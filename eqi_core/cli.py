@@ -287,13 +287,16 @@ def tasc(
 
 
 def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | None = None, run_file: Path | None = None,
-                    space: str | None = None):
-    """The EQI setup; ``run_file`` (a system's result log) replaces the ranker as the map's source."""
+                    space: str | None = None, passage: str | None = None):
+    """The EQI setup; ``run_file`` (a system's result log) replaces the ranker as the map's source. A ``passage`` id
+    is checked before the map is built, so a mistyped id fails at once, not after minutes of encoding."""
     from eqi_core.exposure.result_logs import result_log_id
     from eqi_core.exposure.setup import prepare_exposure
 
     store = _store()
     c = _load(collection, store)
+    if passage is not None and not c.passages["doc_id"].eq(passage).any():
+        raise DataError(f"passage id {passage!r} is not in the collection {c.name!r}")
     engine = _engine("local", scheduler, 2, None) if scheduler else None
     ranker_id = result_log_id(run_file) if run_file else ranker
     setup = prepare_exposure(c, ranker_id, store, depth, progress=tqdm_progress("preparing exposure map", "item"),
@@ -342,7 +345,7 @@ def exposure(
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
     spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
-    setup = _exposure_setup(collection, ranker, 100, scheduler, run_file, space)
+    setup = _exposure_setup(collection, ranker, 100, scheduler, run_file, space, passage)
     _warn_degenerate(setup, n_qd, n_dq)
     methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
     for arch in ("residual",) if heads else ():

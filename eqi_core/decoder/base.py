@@ -58,14 +58,13 @@ _TERM = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
 
 def terms(text: str) -> list[str]:
     """Lower-cased words of any script, accents kept ("données", "東京"): the terms of a
-    collection's own text (relevance models, vocabularies), where ``words`` would cut "café" to
-    "caf"."""
+    collection's own text (RM3's relevance model), where ``words`` would cut "café" to "caf"."""
     return _TERM.findall(text.lower())
 
 
 def fold(word: str) -> str:
-    """A word as an uncased BERT tokenizer reads it: accents stripped ("données" -> "donnees"), so
-    a decoder's output can be matched against a collection's accented words."""
+    """A word as an uncased BERT tokenizer reads it, accents stripped ("données" -> "donnees"): "cafe"
+    and "café" are one word to the dense ranker, so neither expands a query holding the other."""
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 

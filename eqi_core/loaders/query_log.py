@@ -57,6 +57,8 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
         if not header:
             raw.columns = ["qid", "text", "count"][: raw.shape[1]]
         frame, first_row = _columns(raw, path), 2 if header else 1
+    if frame.empty:
+        raise DataError(f"{path}: the query log holds no query (only a header); expected one query per line")
     empty = frame["text"].str.strip() == ""
     if empty.any():
         raise DataError(f"{path}: row {int(empty.to_numpy().argmax()) + first_row}: empty query text")

@@ -81,3 +81,16 @@ def test_bench_pasted_runs_both_ways_and_agrees_on_the_tiny_collection(tmp_path,
     assert report["pasted_texts"] == 3 and report["log_queries"] == 5
     assert report["identical_exposing_queries_and_ranks"] + report["different_only_by_ties_at_k"] == 1.0
     assert report["ours_ms"]["p50"] > 0 and report["baseline_ms"]["p50"] > 0
+
+
+def test_exposure_of_an_unknown_passage_id_fails_before_any_map_is_built(monkeypatch, capsys):
+    def no_map(*args, **kwargs):
+        raise AssertionError("the exposure map was prepared for a passage id that does not exist")
+
+    monkeypatch.setattr("eqi_core.exposure.setup.prepare_exposure", no_map)
+    monkeypatch.setattr("sys.argv", ["eqi", "exposure", "no-such-id", "-c", TINY])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: passage id 'no-such-id' is not in the collection") and "\n" not in err

@@ -40,6 +40,8 @@ def test_formats(tmp_path, name, text):
     ("log.jsonl", '{"_id": "x1", "text": "a"}\nnot json\n', "line 2: not valid JSON"),
     ("log.csv", "id,words\nx1,a\n", "expected columns for the query id"),
     ("log.tsv", "x1\t \n", "row 1: empty query text"),
+    ("log.tsv", "qid\ttext\n", r"holds no query \(only a header\)"),
+    ("log.csv", "qid,text\n", r"holds no query \(only a header\)"),
 ])
 def test_bad_logs_are_one_line(tmp_path, name, text, message):
     path = tmp_path / name
