@@ -48,6 +48,21 @@ def url_state(spec: dict[str, tuple[str, type, object]]) -> None:
     st.session_state.setdefault("_url_spec", {}).update({k: (n, c) for k, (n, c, _) in spec.items()})
 
 
+def within(key: str, low, high):
+    """Bring a linked number inside its widget's range before the widget is drawn: a link made for a
+    deeper map, or edited by hand, would otherwise stop the page with Streamlit's range error.
+    Returns the value used."""
+    value = st.session_state.get(key)
+    if value is None:
+        return value
+    inside = min(max(value, low), high)
+    if inside != value:
+        name = st.session_state.get("_url_spec", {}).get(key, (key,))[0]
+        st.warning(f"The link's {name}={value} is outside {low}–{high} here; using {inside}.")
+        st.session_state[key] = inside
+    return inside
+
+
 def as_list(text: str) -> list[str]:
     return [t for t in str(text).split(",") if t]
 

@@ -9,7 +9,7 @@ from eqi_core.rankers import ranker_spec
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
 from pages._uploads import add_your_data
-from pages._url import copy_link, sync_url, url_state
+from pages._url import copy_link, sync_url, url_state, within
 
 sidebar()
 collection = current_collection()
@@ -73,6 +73,7 @@ st.subheader("Search")
 ranker = current_ranker()
 left, right = st.columns([4, 1])
 query = left.text_input("Query", key="search_query", placeholder="type a query; logged queries show judged grades")
+within("search_k", 1, 100)
 k = right.number_input("Results", min_value=1, max_value=100, key="search_k")
 if ranker is not None and query.strip():
     judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))

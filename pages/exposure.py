@@ -17,7 +17,7 @@ from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._text import literal
-from pages._url import copy_link, incoming, page_header, sync_url
+from pages._url import copy_link, incoming, page_header, sync_url, within
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
 
@@ -52,7 +52,10 @@ if source == "From the collection":
     found = collection.find_passages(pattern, limit=200)
     options = list(found["doc_id"])
     wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
-    if wanted is not None and wanted in collection.doc_index and wanted not in options:
+    if wanted is not None and wanted not in collection.doc_index:
+        if incoming().get("passage") == wanted:  # not a passage of the collection chosen before
+            st.warning(f"The link's passage {wanted!r} is not in {collection.name}; pick one below.")
+    elif wanted is not None and wanted not in options:
         options = [wanted] + options
     if st.session_state.get("exp_doc") not in options:
         st.session_state["exp_doc"] = options[0] if options else None
@@ -69,6 +72,8 @@ else:
 
 # -- parameters ----------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
+for key, low, high in (("exp_nqd", 1, setup.depth), ("exp_ndq", 1, 100), ("exp_gqd", 0.1, 1.0), ("exp_gdq", 0.1, 1.0)):
+    within(key, low, high)
 n_qd = c1.slider("n_q→d: results a searcher sees", 1, setup.depth, key="exp_nqd")
 n_dq = c2.slider("n_d→q: exposing queries listed", 1, 100, key="exp_ndq")
 gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, step=0.1, key="exp_gqd")

@@ -14,7 +14,7 @@ from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop
-from pages._url import copy_link, page_header, sync_url
+from pages._url import copy_link, page_header, sync_url, within
 
 sidebar()
 collection = current_collection()
@@ -33,6 +33,8 @@ for note in setup.notes:
     st.info(note, icon=":material/info:")
 
 c1, c2, c3 = st.columns(3)
+for key, low, high in (("ev_ntest", 50, 5000), ("ev_ndq", 1, 200), ("ev_steps", 100, 20000)):
+    within(key, low, high)
 n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_ntest")
 n_dq = c2.number_input("n_d→q", 1, 200, step=10, key="ev_ndq")
 for warning in degenerate_settings(len(collection.queries), len(collection.passages), setup.depth, int(n_dq)):

@@ -48,3 +48,21 @@ def test_bad_link_value_is_ignored_with_a_warning(app):
     assert not app.exception
     assert any("Ignoring the link's k='many'" in w.value for w in app.warning)
     assert app.number_input(key="search_k").value == 10
+
+
+def test_exposure_link_to_an_unknown_passage_or_too_deep_a_cut_says_so(app):
+    app.run()
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "passage": "no-such-id", "nqd": "5000"})
+    app.switch_page("pages/exposure.py").run()
+    assert not app.exception, app.exception
+    warnings = " ".join(w.value for w in app.warning)
+    assert "passage 'no-such-id' is not in" in warnings and "nqd=5000 is outside" in warnings
+    assert app.selectbox(key="exp_doc").value != "no-such-id" and app.slider(key="exp_nqd").value == 100
+
+
+def test_out_of_range_link_numbers_are_brought_inside_with_a_warning(app):
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "k": "5000"})
+    app.run()
+    assert not app.exception, app.exception
+    assert any("k=5000 is outside 1–100" in w.value for w in app.warning)
+    assert app.number_input(key="search_k").value == 100
