@@ -70,7 +70,11 @@ def tasc_for(values: pd.DataFrame, mode: str, dates: tuple, baseline: str | None
 with st.container(border=True):
     st.markdown("**Rankings to compare**")
     c1, c2 = st.columns(2)
-    st.session_state["cov_live"] = [r for r in st.session_state["cov_live"] if r in RANKERS]
+    unknown = [r for r in st.session_state["cov_live"] if r not in RANKERS]
+    if unknown:
+        st.warning(f"Ignoring the link's live ranker {', '.join(map(repr, unknown))}: expected ids among "
+                   f"{', '.join(RANKERS)}.")
+        st.session_state["cov_live"] = [r for r in st.session_state["cov_live"] if r in RANKERS]
     live_ids = c1.multiselect("Live rankers on this collection", list(RANKERS), key="cov_live",
                               format_func=lambda r: RANKERS[r].name,
                               help="Each runs every query of the collection once (cached in the store).")
@@ -105,6 +109,7 @@ if st.session_state["cov_measure"] not in MEASURES:
 measure = c1.selectbox("Per-query metric", MEASURES, key="cov_measure", accept_new_options=True,
                        help=f"Any ir_measures measure in [0, 1]: {MEASURE_EXAMPLES}")
 if st.session_state["cov_mode"] not in MODES:
+    st.warning(f"Ignoring mode={st.session_state['cov_mode']!r}: expected one of {', '.join(MODES)}.")
     st.session_state["cov_mode"] = MODES[0]
 mode = c2.radio("Reference rankers", MODES, key="cov_mode", horizontal=True,
                 help="chronological: those released before; all-others: every other ranker")

@@ -12,7 +12,7 @@ from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop
 from pages._text import literal
-from pages._url import copy_link, page_header, sync_url, within
+from pages._url import copy_link, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
                   "nearest-query": "nearest logged query (baseline)", "word-edit search": "word-edit search (baseline)"}
@@ -73,7 +73,6 @@ target = c2.selectbox("Target passage", options, key="lat_target",
 st.markdown(f"> **Target** {literal(target)}: {literal(texts.get(target, ''))}")
 
 p1, p2, p3, p4 = st.columns([2, 2, 3, 2])
-within("lat_steps", 1, 20)
 steps = p1.slider("Steps K", 1, 20, key="lat_steps", help="q_k = q + (k/K)(d - q); the paper used up to 20")
 mode = p2.radio("Path", MODES, key="lat_mode", horizontal=True, help="linear: Eq. 1 in raw space; slerp: along the sphere")
 method = p3.selectbox("Decoder", DECODER_NAMES, key="lat_decoder", format_func=DECODER_LABELS.get)

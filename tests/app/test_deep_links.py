@@ -66,3 +66,14 @@ def test_out_of_range_link_numbers_are_brought_inside_with_a_warning(app):
     assert not app.exception, app.exception
     assert any("k=5000 is outside 1–100" in w.value for w in app.warning)
     assert app.number_input(key="search_k").value == 100
+
+
+def test_coverage_link_with_an_unknown_ranker_and_mode_says_what_it_ignored(app):
+    app.run()
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "live": "nosuch,bm25,minilm-l3-onnx", "mode": "weird"})
+    app.switch_page("pages/coverage.py").run()
+    assert not app.exception, app.exception
+    warnings = " ".join(w.value for w in app.warning)
+    assert "Ignoring the link's live ranker 'nosuch'" in warnings and "Ignoring mode='weird'" in warnings
+    assert app.multiselect(key="cov_live").value == ["bm25", "minilm-l3-onnx"]
+    assert app.radio(key="cov_mode").value == "chronological"
