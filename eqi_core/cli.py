@@ -325,8 +325,9 @@ def exposure(
     text: str | None = typer.Option(None, "--text", help="a passage not in the collection (instead of an id)"),
     collection: str = CollectionOpt,
     ranker: str = DenseRankerOpt,
-    n_qd: int = typer.Option(100, "--n-qd", help="n_q->d: depth of the searcher's results"),
-    n_dq: int = typer.Option(20, "--n-dq", help="n_d->q: exposing queries to list per method"),
+    n_qd: int = typer.Option(100, "--n-qd", min=1, max=100, help="n_q->d: depth of the searcher's results (the map "
+                             "is computed to 100)"),
+    n_dq: int = typer.Option(20, "--n-dq", min=1, help="n_d->q: exposing queries to list per method"),
     gamma_qd: float = typer.Option(0.5, "--gamma-qd", help="searcher patience for RELQ"),
     gamma_dq: float = typer.Option(0.9, "--gamma-dq", help="EQI-user patience for RELQ"),
     scheduler: str | None = typer.Option(None, "--scheduler", help="compute the exact map on this Dask scheduler "
