@@ -71,9 +71,9 @@ add_your_data(st.session_state.get(COLLECTION_KEY, "wordnet"))
 
 st.subheader("Search")
 ranker = current_ranker()
+within("search_k", 1, 100)
 left, right = st.columns([4, 1])
 query = left.text_input("Query", key="search_query", placeholder="type a query; logged queries show judged grades")
-within("search_k", 1, 100)
 k = right.number_input("Results", min_value=1, max_value=100, key="search_k")
 if ranker is not None and query.strip():
     judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))

@@ -47,15 +47,14 @@ if incoming().get("text"):  # a link to a pasted passage opens on it
 source = st.radio("Passage", ["From the collection", PASTE], horizontal=True, key="exp_source")
 doc_id, text = None, None
 if source == "From the collection":
+    wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
+    if wanted is not None and wanted not in collection.doc_index and incoming().get("passage") == wanted:
+        st.warning(f"The link's passage {wanted!r} is not in {collection.name}; pick one below.")
     c1, c2 = st.columns([1, 2])
     pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="a word or phrase of the passage")
     found = collection.find_passages(pattern, limit=200)
     options = list(found["doc_id"])
-    wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
-    if wanted is not None and wanted not in collection.doc_index:
-        if incoming().get("passage") == wanted:  # not a passage of the collection chosen before
-            st.warning(f"The link's passage {wanted!r} is not in {collection.name}; pick one below.")
-    elif wanted is not None and wanted not in options:
+    if wanted is not None and wanted in collection.doc_index and wanted not in options:
         options = [wanted] + options
     if st.session_state.get("exp_doc") not in options:
         st.session_state["exp_doc"] = options[0] if options else None
@@ -71,9 +70,9 @@ else:
         st.caption(f"Copy link leaves out pasted text over {LINKED_TEXT_LIMIT:,} characters.")
 
 # -- parameters ----------------------------------------------------------------------------------
-c1, c2, c3, c4 = st.columns(4)
 for key, low, high in (("exp_nqd", 1, setup.depth), ("exp_ndq", 1, 100), ("exp_gqd", 0.1, 1.0), ("exp_gdq", 0.1, 1.0)):
     within(key, low, high)
+c1, c2, c3, c4 = st.columns(4)
 n_qd = c1.slider("n_q→d: results a searcher sees", 1, setup.depth, key="exp_nqd")
 n_dq = c2.slider("n_d→q: exposing queries listed", 1, 100, key="exp_ndq")
 gamma_qd = c3.slider("γ_q→d: searcher patience", 0.1, 1.0, step=0.1, key="exp_gqd")

@@ -32,9 +32,9 @@ setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_i
 for note in setup.notes:
     st.info(note, icon=":material/info:")
 
-c1, c2, c3 = st.columns(3)
 for key, low, high in (("ev_ntest", 50, 5000), ("ev_ndq", 1, 200), ("ev_steps", 100, 20000)):
     within(key, low, high)
+c1, c2, c3 = st.columns(3)
 n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_ntest")
 n_dq = c2.number_input("n_d→q", 1, 200, step=10, key="ev_ndq")
 for warning in degenerate_settings(len(collection.queries), len(collection.passages), setup.depth, int(n_dq)):
