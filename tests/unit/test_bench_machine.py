@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from eqi_core.bench import bench_all, cpu, machine
+from eqi_core.bench import _taking_turns, bench_all, cpu, machine
 from eqi_core.cli import main
 
 ZEN1 = """processor	: 0
@@ -78,3 +78,19 @@ def test_onnx_gemm_ceiling_is_a_positive_rate():
 
     rate = onnx_gemm_gflops(16, 32, rows=8, seconds=0.01, repeats=1)
     assert 0 < rate < 1e5
+
+
+def test_paths_take_turns_and_each_keeps_its_fastest_rounds_output(monkeypatch):
+    seconds = iter([5, 2, 1, 4])  # a: 5 then 1 s; b: 2 then 4 s
+    monkeypatch.setattr("eqi_core.bench._best_of", lambda fn, repeats: (next(seconds), fn()))
+    calls, outputs = [], {"a": iter(["a1", "a2"]), "b": iter(["b1", "b2"])}
+
+    def path(name):
+        def run():
+            calls.append(name)
+            return next(outputs[name])
+        return run
+
+    best = _taking_turns({"a": path("a"), "b": path("b")}, rounds=2, pause=0)
+    assert calls == ["a", "b", "a", "b"]
+    assert best == {"a": (1, "a2"), "b": (2, "b1")}
