@@ -343,6 +343,10 @@ def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPl
     if is_result_log(ranker_id):  # the file's content, not only its path
         params["source"] = result_log_digest(ranker_id)
     spec = ranker_spec(ranker_id)
+    if spec.map_source == "bm25":
+        from eqi_core.rankers.bm25 import BM25_SELECTION
+
+        params["bm25_selection"] = BM25_SELECTION
     if spec.map_source == "dense":  # a map from shipped vectors is keyed apart from one from vectors encoded here
         from eqi_core.rankers.dense import shipped_digests
 

@@ -178,8 +178,10 @@ def table2_params(setup: ExposureSetup, n_test: int, n_dq: int, config: Training
     from dataclasses import asdict
 
     from eqi_core.exposure.learned import HEAD_VERSION
+    from eqi_core.rankers.bm25 import BM25_SELECTION
 
-    return {**setup.params(), "n_test": n_test, "n_dq": n_dq, "seed": seed, "config": asdict(config), "version": HEAD_VERSION}
+    return {**setup.params(), "n_test": n_test, "n_dq": n_dq, "seed": seed, "config": asdict(config), "version": HEAD_VERSION,
+            "bm25_selection": BM25_SELECTION}  # BM25-reverse is one of the methods
 
 
 def table2_available(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config: TrainingConfig | None = None,

@@ -13,7 +13,7 @@ import bm25s
 import numpy as np
 
 from eqi_core.progress import ProgressFn
-from eqi_core.rankers.bm25 import make_tokenizer
+from eqi_core.rankers.bm25 import bm25_topk, make_tokenizer
 from eqi_core.rankers.dense import InnerProductIndex, query_embeddings, query_embeddings_artifact
 
 __all__ = ["BM25Reverse", "DenseReverse", "query_embeddings", "query_embeddings_artifact"]
@@ -55,15 +55,9 @@ class BM25Reverse:
         return cls(retriever, tok, len(query_texts), k1, b, name)
 
     def retrieve_texts(self, texts: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
-        n = min(n, self.n_queries)
-        tokens = self.tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False)
-        idx = np.full((len(texts), n), -1, dtype=np.int64)
-        scores = np.zeros((len(texts), n), dtype=np.float32)
-        rows = [i for i, t in enumerate(tokens) if len(t)]
-        if rows:
-            docs, sc = self.retriever.retrieve([tokens[i] for i in rows], k=n, show_progress=False, n_threads=1)
-            idx[rows], scores[rows] = docs, sc
-        idx[scores <= 0] = -1
+        """(logged query indices, scores) per passage text, best first (ties by query index), -1 past
+        the queries sharing a term with it."""
+        scores, idx = bm25_topk(self.retriever, self.tokenizer, texts, min(n, self.n_queries))
         return idx, scores
 
 

@@ -105,6 +105,10 @@ class ExposureSetup:
         params = {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth,
                   "space": self.space}
         map_spec = ranker_spec(self.ranker_id)
+        if map_spec.map_source == "bm25":
+            from eqi_core.rankers.bm25 import BM25_SELECTION
+
+            params["bm25_selection"] = BM25_SELECTION
         map_shipped = shipped_digests(map_spec.encoder, self.collection) if map_spec.map_source == "dense" else None
         space_shipped = shipped_digests(self.space, self.collection)
         if map_shipped or space_shipped:

@@ -42,6 +42,10 @@ def run_artifact(ranker_id: str, collection: Collection, k: int = 100) -> tuple[
 
     params = {"collection": collection.fingerprint, "ranker": ranker_id, "k": k}
     spec = ranker_spec(ranker_id)
+    if spec.map_source == "bm25":
+        from eqi_core.rankers.bm25 import BM25_SELECTION
+
+        params["bm25_selection"] = BM25_SELECTION
     shipped = shipped_digests(spec.encoder, collection) if spec.family == "dense" else None
     return "run", {**params, "shipped": shipped} if shipped else params
 

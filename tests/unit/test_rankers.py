@@ -63,6 +63,30 @@ def test_bm25_with_a_pasted_passage_matches_the_formula_on_the_grown_collection(
     assert grown.ranks(new, ["bank loan"])[0] == expected_rank0("bank loan") + 1
 
 
+def test_bm25_ties_at_the_cut_go_to_the_lower_index_and_many_rows_match_one_by_one():
+    """Five identical passages tie; the top 3 are the first three, whatever the CPU (bm25s's own
+    partition chose among ties), and a batch of texts gets what each text gets alone."""
+    import bm25s
+
+    from eqi_core.rankers.bm25 import bm25_topk
+
+    docs = ["a piano keyboard"] + ["the river bank"] * 5 + ["bank loan interest", "river delta", "grand piano"]
+    tok = make_tokenizer()
+    retriever = bm25s.BM25(k1=0.9, b=0.4)
+    retriever.index(tok.tokenize(docs, return_as="ids", show_progress=False), show_progress=False)
+    scores, idx = bm25_topk(retriever, tok, ["river bank"], 3)
+    assert idx.tolist() == [[1, 2, 3]] and scores[0, 0] == scores[0, 2] > 0
+    texts = ["river bank", "piano", "zebra", "bank loan", "river"]
+    many_s, many_i = bm25_topk(retriever, tok, texts, 9)
+    for j, text in enumerate(texts):
+        one_s, one_i = bm25_topk(retriever, tok, [text], 9)
+        assert many_i[j].tolist() == one_i[0].tolist() and np.allclose(many_s[j], one_s[0])
+        ref = bm25_reference(docs, text)
+        expected = [i for i in np.lexsort((np.arange(len(docs)), -ref)) if ref[i] > 0]
+        assert [i for i in many_i[j] if i >= 0] == expected
+    assert many_i[2].tolist() == [-1] * 9  # no passage has "zebra"
+
+
 def test_bm25_unknown_terms_return_nothing(tiny, store):
     run = build_ranker("bm25", tiny, store).search({"z": "zebra migration", "e": ""}, k=5)
     assert len(run) == 0
