@@ -92,7 +92,7 @@ def bm25_topk(retriever: bm25s.BM25, tokenizer, texts: list[str], k: int, progre
     bm25s scores each text; the selection is ours (``topk_rows``), not bm25s's ``np.argpartition``:
     a BM25 score row is almost all zeros, and on an AVX-512 CPU numpy 2.4's partition of such a row
     took 20 ms for 147k logged queries (0.1 ms here); it also breaks ties at the cut by passage
-    index, where bm25s's choice among tied passages depended on the CPU."""
+    index, where bm25s left the choice among tied passages to numpy's partition (unspecified)."""
     from eqi_core.rankers.topk import topk_rows
 
     tokens = tokenizer.tokenize(texts, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False)
