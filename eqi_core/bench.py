@@ -829,8 +829,8 @@ def bench_pasted_bm25(collection: Collection, n: int = 10, k: int = 100, seed: i
         return dict(zip(rows.tolist(), cols.tolist())), retriever, tok, scores
 
     def tie_at_cut(retriever, tok, scores, i: int) -> bool:
-        """The pasted passage scores exactly the k-th listed score: bm25s keeps any of the tied passages at
-        the cut, ours counts every tied passage before the new one (appended last)."""
+        """The pasted passage scores exactly the k-th listed score. Both ways put every tied passage before
+        the new one (appended last, so last in the canonical order); a difference there would be a bug."""
         own = retriever.get_scores(tok.tokenize([log[i]], update_vocab=False, return_as="ids", show_progress=False)[0])[-1]
         return bool(own == scores[i, -1])
 
@@ -859,7 +859,7 @@ def bench_pasted_bm25(collection: Collection, n: int = 10, k: int = 100, seed: i
         "speedup_over_baseline_p50": round(p50_base / p50_ours, 1),
         "identical_exposing_queries_and_ranks": same / len(texts),
         "different_only_by_ties_at_k": ties / len(texts),
-        "ties_note": "where the new passage scores exactly the k-th score, bm25s keeps any of the tied passages; "
-                     "ours counts them all before the new passage (the canonical order puts an appended passage last)",
+        "ties_note": "where the new passage scores exactly the k-th score, both ways count every tied passage before "
+                     "it (the canonical order puts an appended passage last)",
         **machine(),
     }
