@@ -36,7 +36,7 @@ from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn, or_tqdm
 from eqi_core.rankers.base import canonical_topk
-from eqi_core.rankers.registry import ranker_spec
+from eqi_core.rankers.registry import ranker_spec, selection_params
 from eqi_core.store import ArtifactStore, atomic_path
 
 MAP_VERSION = 4  # 2: float64 re-scoring of candidates; 3: scores kept in the map, run-sourced maps;
@@ -343,10 +343,7 @@ def map_params(collection: Collection, ranker_id: str, depth: int, plan: ShardPl
     if is_result_log(ranker_id):  # the file's content, not only its path
         params["source"] = result_log_digest(ranker_id)
     spec = ranker_spec(ranker_id)
-    if spec.map_source == "bm25":
-        from eqi_core.rankers.bm25 import BM25_SELECTION
-
-        params["bm25_selection"] = BM25_SELECTION
+    params.update(selection_params(spec))
     if spec.map_source == "dense":  # a map from shipped vectors is keyed apart from one from vectors encoded here
         from eqi_core.rankers.dense import shipped_digests
 

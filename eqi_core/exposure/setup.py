@@ -20,7 +20,7 @@ from eqi_core.exposure.reverse import (
     tune_bm25_reverse,
 )
 from eqi_core.progress import ProgressFn
-from eqi_core.rankers import build_ranker, is_indexed, ranker_spec
+from eqi_core.rankers import build_ranker, is_indexed, ranker_spec, selection_params
 from eqi_core.store import ArtifactStore
 
 DEFAULT_SPACE = "minilm-l6"  # the dense space of EQI methods when the ranker itself has none
@@ -105,10 +105,7 @@ class ExposureSetup:
         params = {"collection": self.collection.fingerprint, "ranker": self.ranker_id, "depth": self.depth,
                   "space": self.space}
         map_spec = ranker_spec(self.ranker_id)
-        if map_spec.map_source == "bm25":
-            from eqi_core.rankers.bm25 import BM25_SELECTION
-
-            params["bm25_selection"] = BM25_SELECTION
+        params.update(selection_params(map_spec))
         map_shipped = shipped_digests(map_spec.encoder, self.collection) if map_spec.map_source == "dense" else None
         space_shipped = shipped_digests(self.space, self.collection)
         if map_shipped or space_shipped:

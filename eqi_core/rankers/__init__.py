@@ -25,6 +25,7 @@ from eqi_core.rankers.registry import (
     load_encoder,
     ranker_spec,
     release_date_for,
+    selection_params,
 )
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
@@ -42,10 +43,7 @@ def run_artifact(ranker_id: str, collection: Collection, k: int = 100) -> tuple[
 
     params = {"collection": collection.fingerprint, "ranker": ranker_id, "k": k}
     spec = ranker_spec(ranker_id)
-    if spec.map_source == "bm25":
-        from eqi_core.rankers.bm25 import BM25_SELECTION
-
-        params["bm25_selection"] = BM25_SELECTION
+    params.update(selection_params(spec))
     shipped = shipped_digests(spec.encoder, collection) if spec.family == "dense" else None
     return "run", {**params, "shipped": shipped} if shipped else params
 
@@ -77,5 +75,5 @@ def run_all_queries(ranker: Ranker, collection: Collection, store: ArtifactStore
 
 
 __all__ = ["RANKERS", "REGISTRY", "DEFAULT_RANKER", "RankerSpec", "Ranker", "Queries", "as_query_items",
-           "ranker_spec", "known", "release_date_for", "colour_for", "embedding_dimension", "load_encoder",
+           "ranker_spec", "selection_params", "known", "release_date_for", "colour_for", "embedding_dimension", "load_encoder",
            "index_artifact", "is_indexed", "build_ranker", "run_artifact", "has_run", "run_all_queries"]

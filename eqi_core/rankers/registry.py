@@ -108,6 +108,16 @@ RANKERS: dict[str, RankerSpec] = {s.id: s for s in REGISTRY if s.live}  # what t
 DEFAULT_RANKER = "bm25"
 
 
+def selection_params(spec: RankerSpec) -> dict:
+    """Store-key parameters of how the ranker's top k is selected, for every artifact built from its
+    lists (runs, exposure maps, heads and evaluations on them): BM25's ``BM25_SELECTION``."""
+    if spec.map_source != "bm25":
+        return {}
+    from eqi_core.rankers.bm25 import BM25_SELECTION
+
+    return {"bm25_selection": BM25_SELECTION}
+
+
 def ranker_spec(ranker_id: str) -> RankerSpec:
     """The spec of a live ranker id or ``st:<folder>``; a one-line DataError otherwise."""
     if ranker_id in RANKERS:
