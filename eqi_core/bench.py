@@ -201,11 +201,14 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
     warm_up()  # the selection kernel (compiled, or loaded from numba's cache), outside the timings
     # the passages laid out once as GEMM columns, outside the timing, as faiss's index.add copies them once
     t_layout, columns = _best_of(lambda: ColumnBlocks.of(docs), 1)
+    fp32_columns = _with_fp32_gemm(lambda: ColumnBlocks.of(docs))
     timed = _taking_turns({"ours": lambda: exact_topk(queries, docs, k, columns=columns),
                            "per_call": lambda: exact_topk(queries, docs, k),
+                           "fp32": lambda: _with_fp32_gemm(lambda: exact_topk(queries, docs, k, columns=fp32_columns)),
                            "faiss": lambda: index.search(queries, k)}, repeats)
     t_ours, (s_ours, i_ours) = timed["ours"]
     t_per_call, _ = timed["per_call"]
+    t_fp32, _ = timed["fp32"]
     t_faiss, (s_faiss, i_faiss) = timed["faiss"]
     same = np.array([set(a) == set(b) for a, b in zip(i_ours, i_faiss)])
     # Where sets differ, the difference must be a tie at the k-th score (either order is exact).
@@ -230,8 +233,7 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
         "passages": int(docs.shape[0]),
         "dim": int(docs.shape[1]),
         "k": k,
-        "ours": "blocked GEMM (numpy BLAS) + row-wise selection: topk_rows from 2^22 scores, else torch.topk "
-                "(eqi_core.rankers.dense.exact_topk)",
+        "ours": f"exact_topk: from 2^22 scores, {exact_path()}; below, fp32 GEMM + torch.topk",
         "baseline": "faiss.IndexFlatIP.search",
         "faiss_threads": faiss.omp_get_max_threads(),
         "all_queries_in_one_call": {
@@ -240,11 +242,13 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
             "ours_seconds": round(t_ours, 4),
             "baseline_seconds": round(t_faiss, 4),
             "speedup_over_baseline": round(t_faiss / t_ours, 3),
-            "ours_layout": "passages laid out once as contiguous GEMM columns (ColumnBlocks.of, "
+            "ours_layout": "passages laid out once for the GEMM (ColumnBlocks.of, "
                            "as a DenseRanker keeps them), outside the timing like faiss's index.add",
             "layout_seconds_once": round(t_layout, 4),
             "ours_seconds_without_kept_layout": round(t_per_call, 4),
             "speedup_without_kept_layout": round(t_faiss / t_per_call, 3),
+            "fp32_gemm_seconds": round(t_fp32, 4),
+            "fp32_gemm_speedup_over_baseline": round(t_faiss / t_fp32, 3),
         },
         "small_batches": small,
         "identical_result_sets": float(same.mean()),
@@ -374,12 +378,15 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
     warm_up()  # the selection kernel (compiled, or loaded from numba's cache), outside the timings
     # the passages laid out once as GEMM columns, outside the timing, as faiss's index.add copies them once
     t_layout, columns = _best_of(lambda: ColumnBlocks.of(d), 1)
+    fp32_columns = _with_fp32_gemm(lambda: ColumnBlocks.of(d))
     peaks: list[float] = []  # sgemm's best of three back to back in each round (a lone call pays for page faults)
     timed = _taking_turns({"peak": lambda: peaks.append(sgemm_gflops()), "ours": lambda: exact_topk(q, d, k, columns=columns),
-                           "torch": lambda: _with_torch_topk(exact_topk, q, d, k, columns),
+                           "fp32": lambda: _with_fp32_gemm(lambda: exact_topk(q, d, k, columns=fp32_columns)),
+                           "torch": lambda: _with_fp32_gemm(lambda: _with_torch_topk(exact_topk, q, d, k, fp32_columns)),
                            "faiss": lambda: index.search(q, k)}, repeats)
     peak = max(peaks)
     t_ours, (s_o, i_o) = timed["ours"]
+    t_fp32, (_, i_32) = timed["fp32"]
     t_torch, (_, i_t) = timed["torch"]
     t_faiss, (s_f, i_f) = timed["faiss"]
     same_sets = np.array([set(a) == set(b) for a, b in zip(i_o, i_f)])
@@ -391,9 +398,9 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
         "benchmark": "exposure",
         "exact_map": {
             "collection": collection.name, "queries": len(q), "passages": len(d), "dim": int(q.shape[1]), "k": k,
-            "ours": f"exact_topk (GEMM blocks of {SELECT_ROWS} queries + topk_rows)", "ours_seconds": round(t_ours, 3),
-            "ours_layout": "passages laid out once as contiguous GEMM columns (ColumnBlocks.of), outside the "
-                           "timing like faiss's index.add", "layout_seconds_once": round(t_layout, 3),
+            "ours": f"exact_topk, blocks of {SELECT_ROWS} queries: {exact_path()}", "ours_seconds": round(t_ours, 3),
+            "ours_layout": "passages laid out once for the GEMM (ColumnBlocks.of: int8 codes or contiguous fp32 "
+                           "columns), outside the timing like faiss's index.add", "layout_seconds_once": round(t_layout, 3),
             "ours_queries_per_s": round(len(q) / t_ours, 1), "ours_gflops": round(flops / t_ours / 1e9, 1),
             "baseline": "faiss.IndexFlatIP.search", "baseline_seconds": round(t_faiss, 3),
             "baseline_queries_per_s": round(len(q) / t_faiss, 1), "baseline_gflops": round(flops / t_faiss / 1e9, 1),
@@ -402,10 +409,14 @@ def bench_exposure(collection: Collection, full: Collection, store: ArtifactStor
             "rounds": f"{repeats} rounds, the paths and the sgemm peak taking turns; each one's best round",
             "sgemm_peak_gflops": round(peak, 1), "ours_fraction_of_sgemm_peak": round(flops / t_ours / 1e9 / peak, 3),
             "target_fraction_of_sgemm_peak": 0.85,
+            "fp32_gemm_seconds": round(t_fp32, 3), "speedup_over_fp32_gemm": round(t_fp32 / t_ours, 3),
+            "fp32_gemm_fraction_of_sgemm_peak": round(flops / t_fp32 / 1e9 / peak, 3),
+            "fp32_gemm_same_result_sets": float(np.mean([set(a) == set(b) for a, b in zip(i_o, i_32)])),
+            "fp32_gemm_note": "exact_topk with EQI_INT8_GEMM=off: numpy's sgemm + topk_rows (the path on CPUs without VNNI)",
             "torch_topk_selection_seconds": round(t_torch, 3),
             "speedup_over_torch_topk_selection": round(t_torch / t_ours, 3),
             "torch_topk_same_result_sets": float(np.mean([set(a) == set(b) for a, b in zip(i_o, i_t)])),
-            "torch_topk_note": "the same blocked GEMM with torch.topk selecting (the path before topk_rows)",
+            "torch_topk_note": "the fp32 blocked GEMM with torch.topk selecting (the path before topk_rows)",
         },
         "one_passage_latency_ms": {
             "log": full.name, "log_queries": len(full_q), "passages_timed": n_latency, "k": k,
@@ -471,6 +482,30 @@ _REPORT_PEAK_AT_EXIT = (
 )
 
 SCALE_SIZES = (10_000, 30_000, 100_000, None)  # WordNet synsets; None: all 117,659
+
+
+def exact_path() -> str:
+    """Which path ``exact_topk`` takes for a large problem on this machine (named in the JSON)."""
+    from eqi_core.rankers import int8_gemm
+
+    if int8_gemm.enabled():
+        return "int8 GEMM (onnxruntime MatMulIntegerToFloat) picks candidates within a proven bound, re-scored in float64"
+    return "fp32 GEMM (numpy BLAS) + topk_rows selection"
+
+
+def _with_fp32_gemm(fn):
+    """``fn()`` with the int8 path switched off: the fp32 GEMM, the same run's second baseline."""
+    import os
+
+    saved = os.environ.get("EQI_INT8_GEMM")
+    os.environ["EQI_INT8_GEMM"] = "off"
+    try:
+        return fn()
+    finally:
+        if saved is None:
+            del os.environ["EQI_INT8_GEMM"]
+        else:
+            os.environ["EQI_INT8_GEMM"] = saved
 
 
 def _with_torch_topk(exact_topk, q: np.ndarray, d: np.ndarray, k: int, columns=None):

@@ -11,7 +11,9 @@ from eqi_core.collection import Collection
 from eqi_core.encoders import Encoder
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
+from eqi_core.rankers import int8_gemm
 from eqi_core.rankers.base import Queries, as_query_items
+from eqi_core.rankers.int8_gemm import Int8Columns
 from eqi_core.rankers.topk import NonFiniteScores, topk_rows
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
@@ -26,22 +28,33 @@ FEW_PROBES = 8  # up to this many probes, InnerProductIndex scans an int8 copy (
 
 @dataclass(frozen=True)
 class ColumnBlocks:
-    """Fixed passage vectors laid out once as contiguous transposed blocks (dim x block), the layout
-    BLAS streams fastest, for vectors searched again and again (a ranker's passages, a query log):
-    the one-off copy that faiss's ``index.add`` also makes, kept instead of repeated per call."""
+    """Fixed passage vectors laid out once for ``exact_topk``'s GEMM, for vectors searched again and
+    again (a ranker's passages, a query log): the one-off copy that faiss's ``index.add`` also makes,
+    kept instead of repeated per call. Either contiguous transposed fp32 blocks (dim x block, the
+    layout BLAS streams fastest) or, where ``exact_topk`` takes the int8 path, each block's int8 codes
+    (the re-scoring then reads the row-major vectors the caller keeps)."""
 
     d_block: int
     blocks: tuple[np.ndarray, ...]
+    int8: tuple[Int8Columns, ...] | None = None
 
     @classmethod
     def of(cls, docs: np.ndarray, block_bytes: int = BLOCK_BYTES) -> ColumnBlocks:
         d_block = _doc_block(len(docs), 1, block_bytes)
         docs = np.asarray(docs, dtype=np.float32)
-        return cls(d_block, tuple(np.ascontiguousarray(docs[s:s + d_block].T) for s in range(0, len(docs), d_block)))
+        starts = range(0, len(docs), d_block)
+        if int8_gemm.enabled() and np.isfinite(docs).all():
+            return cls(d_block, (), tuple(Int8Columns.of(docs[s:s + d_block]) for s in starts))
+        return cls(d_block, tuple(np.ascontiguousarray(docs[s:s + d_block].T) for s in starts))
 
     @property
     def nbytes(self) -> int:
-        return sum(b.nbytes for b in self.blocks)
+        return sum(b.nbytes for b in self.blocks) + sum(b.nbytes for b in self.int8 or ())
+
+    def fits(self, n_docs: int, d_block: int, int8: bool) -> bool:
+        """Laid out for these passages' blocks and this path."""
+        blocks = self.int8 if int8 else self.blocks
+        return bool(blocks) and self.d_block == d_block and sum(len(b) if int8 else b.shape[1] for b in blocks) == n_docs
 
 
 def kept_columns(kept: ColumnBlocks | None, n_queries: int, docs: np.ndarray) -> ColumnBlocks | None:
@@ -69,6 +82,9 @@ def exact_topk(
     scores) by ``torch.topk``; results are merged across passage blocks, so memory stays near
     ``block_bytes`` whatever the collection size. ``columns`` (``ColumnBlocks.of(docs)``, made
     once by a caller that searches the same passages again) saves the per-call layout copy.
+    On CPUs with VNNI, large problems take ``int8_gemm``'s path instead: an int8 GEMM picks the
+    candidates within a proven bound and they are re-scored in float64 (the same top k; scores
+    within float32 rounding of the fp32 GEMM's).
     """
     n_q, n_d = len(queries), len(docs)
     k = min(k, n_d)
@@ -81,10 +97,12 @@ def exact_topk(
     fused = n_q * n_d >= KERNEL_MIN_SCORES
     rows = SELECT_ROWS if fused else 256
     d_block = _doc_block(n_d, k, block_bytes)
+    if fused and _int8_path(queries, docs, columns, n_d, d_block):
+        return _int8_topk(queries, docs, k, d_block, columns, progress, out_s, out_i)
     q_block = rows if fused else max(1, min(n_q, block_bytes // 4 // min(n_d, d_block)))
     if fused:
         buffer = np.empty(min(n_q, q_block) * min(n_d, d_block), dtype=np.float32)
-        if columns is not None and columns.d_block == d_block and sum(b.shape[1] for b in columns.blocks) == n_d:
+        if columns is not None and columns.fits(n_d, d_block, int8=False):
             blocks_t = columns.blocks
         else:  # the passages as contiguous columns when enough GEMMs amortise the copy and it fits the budget
             copy = n_q >= COPY_MIN_QUERIES and docs.nbytes <= block_bytes
@@ -111,6 +129,36 @@ def exact_topk(
             out_i[qs:qs + len(q)] = best_i
             if progress:
                 progress(min(qs + q_block, n_q), n_q)
+    return out_s, out_i
+
+
+def _int8_path(queries: np.ndarray, docs: np.ndarray, columns: ColumnBlocks | None, n_d: int, d_block: int) -> bool:
+    """The int8 candidates (``int8_gemm``) where this CPU has them and every value is finite."""
+    if not int8_gemm.enabled() or not np.isfinite(queries).all():
+        return False
+    return (columns is not None and columns.fits(n_d, d_block, int8=True)) or bool(np.isfinite(docs).all())
+
+
+def _int8_topk(queries, docs, k, d_block, columns, progress, out_s, out_i) -> tuple[np.ndarray, np.ndarray]:
+    """``exact_topk`` by int8 candidates re-scored in float64: blocks of ``SELECT_ROWS`` queries, each
+    against every passage block, merged as in the fp32 path."""
+    n_q, n_d = len(queries), len(docs)
+    starts = range(0, n_d, d_block)
+    if columns is not None and columns.fits(n_d, d_block, int8=True):
+        codes = columns.int8
+    else:
+        codes = tuple(Int8Columns.of(docs[ds:ds + d_block]) for ds in starts)
+    for qs in range(0, n_q, SELECT_ROWS):
+        q = queries[qs:qs + SELECT_ROWS]
+        best_s = best_i = None
+        for ds, block in zip(starts, codes):
+            s, i = int8_gemm.int8_block_topk(q, docs[ds:ds + len(block)], block, min(k, len(block)))
+            i += ds
+            best_s, best_i = (s, i) if best_s is None else _merge(best_s, best_i, s, i, k)
+        out_s[qs:qs + len(q)] = best_s
+        out_i[qs:qs + len(q)] = best_i
+        if progress:
+            progress(min(qs + SELECT_ROWS, n_q), n_q)
     return out_s, out_i
 
 

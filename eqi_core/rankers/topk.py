@@ -1,6 +1,7 @@
 """Exact top-k kernels: per-row top-k of a score block, cheaper than ``torch.topk`` over the whole
-row, the exact float64 re-scoring of the candidates (``rescore_rows``), and the int8 scan behind
-one-passage search (``int8_upper_bounds``).
+row, the exact float64 re-scoring of the candidates (``rescore_rows``), the int8 scan behind
+one-passage search (``int8_upper_bounds``), and the selection after the exact map's int8 GEMM
+(``int8_rescored_topk``, for ``int8_gemm``).
 
 After an exposure map's GEMM, selecting each query's top 100 of 20,001 passages with ``torch.topk``
 cost a third of the GEMM's time (`eqi bench exposure`, README: Benchmarks). This selection reads
@@ -32,6 +33,7 @@ _BINS = 256
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _kernels: dict = {}
+_HELPERS = ("_maxima_bound", "_gather")  # numba functions the kernels share
 
 
 class NonFiniteScores(ValueError):
@@ -90,9 +92,16 @@ def warm_up() -> None:
     zeros = np.zeros(2)
     int8_encode(np.zeros((2, 4), np.float32))
     int8_upper_bounds(np.zeros((2, 4), np.int8), np.zeros(4, np.int8), zeros, zeros, zeros, 0.0, 0.0, 1)
+    from eqi_core.rankers import int8_gemm
+
+    if int8_gemm.enabled():  # the exact map's int8 path (and onnxruntime's session) on VNNI CPUs
+        one = np.ones(1)
+        int8_rescored_topk(np.zeros((1, 2), np.float32), 1, one, one, one, one, np.zeros((1, 4), np.float32),
+                           np.zeros((2, 4), np.float32), zeros, zeros, np.empty((1, 1), np.float32),
+                           np.empty((1, 1), np.int64))
 
 
-def _compiled(kernel=None):
+def _compiled(kernel=None, fastmath=False):
     """A kernel (the selection by default) compiled by numba on first call; numba's on-disk cache in
     the store makes later processes start warm."""
     kernel = kernel or _select_rows
@@ -103,7 +112,10 @@ def _compiled(kernel=None):
             use_numba_cache()
             import numba
 
-            _kernels[kernel] = numba.njit(nogil=True, cache=True)(kernel)
+            for name in _HELPERS:  # kernels call these: compiled first, under their own names
+                if not hasattr(globals()[name], "py_func"):
+                    globals()[name] = numba.njit(nogil=True, cache=True)(globals()[name])
+            _kernels[kernel] = numba.njit(nogil=True, cache=True, fastmath=fastmath)(kernel)
         return _kernels[kernel]
 
 
@@ -211,6 +223,50 @@ def int8_upper_bounds(codes: np.ndarray, probe: np.ndarray, coef: np.ndarray, er
     return hi, group_max
 
 
+def _maxima_bound(mx, k, counts, bins):  # pragma: no cover (runs compiled)
+    """A bound that at least k of the group maxima ``mx`` reach, so the row's k-th best does too: the
+    lower edge of the histogram bin where the count from the top reaches k, lowered far beyond the
+    rounding in the bin arithmetic."""
+    groups = mx.shape[0]
+    lo = np.float64(mx.min())
+    hi = np.float64(mx.max())
+    if not hi > lo:
+        return lo  # every maximum reaches it, and there are >= k of them
+    width = (hi - lo) / bins
+    inv = 1.0 / width
+    counts[:] = 0
+    for c in range(groups):
+        counts[min(bins, int((mx[c] - lo) * inv))] += 1
+    acc = 0
+    b = bins
+    while b > 0:
+        acc += counts[b]
+        if acc >= k:
+            break
+        b -= 1
+    return max(lo, lo + b * width - 1e-6 * (abs(lo) + abs(hi)))
+
+
+def _gather(row, mx, bound, active, cand_i):  # pragma: no cover (runs compiled)
+    """Positions (into ``cand_i``) of the row's scores >= bound, read only from groups whose maximum
+    reaches it; their number."""
+    n = row.shape[0]
+    groups = mx.shape[0]
+    n_active = 0
+    for c in range(groups):
+        active[n_active] = c
+        n_active += mx[c] >= bound
+    m = 0
+    for base in range(0, n, groups):
+        last = min(groups, n - base)
+        for a in range(n_active):
+            c = active[a]
+            if c < last:
+                cand_i[m] = base + c
+                m += row[base + c] >= bound
+    return m
+
+
 def _select_rows(scores, maxima, k, out_s, out_i, bins):  # pragma: no cover (runs compiled)
     n = scores.shape[1]
     groups = maxima.shape[1]
@@ -223,39 +279,9 @@ def _select_rows(scores, maxima, k, out_s, out_i, bins):  # pragma: no cover (ru
     sign = np.uint64(0x80000000)
     for r in range(scores.shape[0]):
         row = scores[r]
-        mx = maxima[r]
-        lo = mx.min()
-        hi = mx.max()
-        bound = np.float64(lo)  # every maximum reaches it, and there are >= k of them
-        if hi > lo:
-            width = (np.float64(hi) - lo) / bins
-            inv = 1.0 / width
-            counts[:] = 0
-            for c in range(groups):
-                counts[min(bins, int((mx[c] - np.float64(lo)) * inv))] += 1
-            acc = 0
-            b = bins
-            while b > 0:
-                acc += counts[b]
-                if acc >= k:
-                    break
-                b -= 1
-            # bin b's lower edge, lowered far beyond rounding in the bin arithmetic above
-            bound = max(np.float64(lo), lo + b * width - 1e-6 * (abs(np.float64(lo)) + abs(np.float64(hi))))
-        n_active = 0
-        for c in range(groups):
-            active[n_active] = c
-            n_active += mx[c] >= bound
-        m = 0
-        for base in range(0, n, groups):
-            last = min(groups, n - base)
-            for a in range(n_active):
-                c = active[a]
-                if c < last:
-                    v = row[base + c]
-                    cand[m] = v
-                    cand_i[m] = base + c
-                    m += v >= bound
+        m = _gather(row, maxima[r], _maxima_bound(maxima[r], k, counts, bins), active, cand_i)
+        for t in range(m):
+            cand[t] = row[cand_i[t]]
         bits = cand[:m].view(np.uint32)
         for t in range(m):  # order-preserving float -> unsigned key, position (lower first) below it
             u = np.uint64(bits[t])
@@ -290,6 +316,60 @@ def _rows(scores, k, out_s, out_i, start, stop, kernel) -> None:
     if not np.isfinite(maxima).all():  # NaN and +inf propagate to a maximum; -inf everywhere in a group shows too
         raise NonFiniteScores("scores hold NaN or infinite values")
     kernel(block, maxima, k, out_s[start:stop], out_i[start:stop], _BINS)
+
+
+def _int8_rescore_rows(approx, maxima, k, margin, q_scale, q_norm, q_err, q, d, d_err, d_norm, out_s, out_i,
+                       bins):  # pragma: no cover (runs compiled)
+    n = approx.shape[1]
+    dim = q.shape[1]
+    counts = np.empty(bins + 1, np.int64)
+    cand = np.empty(n, np.int64)
+    lows = np.empty(n)
+    highs = np.empty(n)
+    exact = np.empty(n)
+    active = np.empty(maxima.shape[1], np.int64)
+    for r in range(approx.shape[0]):
+        row = approx[r]
+        # coarse cut: twice the largest slack below a bound on the k-th best approximate score
+        m = _gather(row, maxima[r], _maxima_bound(maxima[r], k, counts, bins) - margin[r], active, cand)
+        for t in range(m):  # fine cut: each pair's own slack
+            j = cand[t]
+            score = q_scale[r] * np.float64(row[j])
+            slack = q_norm[r] * d_err[j] + q_err[r] * d_norm[j]
+            lows[t] = score - slack
+            highs[t] = score + slack
+        kth = np.partition(lows[:m], m - k)[m - k]
+        kept = 0
+        for t in range(m):
+            cand[kept] = cand[t]
+            kept += highs[t] >= kth
+        cand[:kept].sort()
+        for t in range(kept):
+            j = cand[t]
+            total = 0.0
+            for e in range(dim):
+                total += np.float64(q[r, e]) * np.float64(d[j, e])
+            exact[t] = -total
+        order = np.argsort(exact[:kept], kind="mergesort")  # stable: equal scores keep the lower position first
+        for t in range(k):
+            out_i[r, t] = cand[order[t]]
+            out_s[r, t] = -exact[order[t]]
+
+
+def int8_rescored_topk(approx: np.ndarray, k: int, margin: np.ndarray, q_scale: np.ndarray, q_norm: np.ndarray,
+                       q_err: np.ndarray, q: np.ndarray, d: np.ndarray, d_err: np.ndarray, d_norm: np.ndarray,
+                       out_s: np.ndarray, out_i: np.ndarray) -> None:
+    """For ``int8_gemm``: each row's exact top k into ``out_s``/``out_i`` from int8-GEMM scores ``approx``
+    (row r in units of ``q_scale[r]``): candidates within the bound, re-scored in float64."""
+    kernel = _compiled(_int8_rescore_rows, fastmath={"reassoc", "contract"})
+
+    def rows(start: int, stop: int) -> None:
+        block = approx[start:stop]
+        kernel(block, _group_maxima(block, min(approx.shape[1], GROUPS_PER_K * k)), k, margin[start:stop],
+               q_scale[start:stop], q_norm[start:stop], q_err[start:stop], q[start:stop], d, d_err, d_norm,
+               out_s[start:stop], out_i[start:stop], _BINS)
+
+    _over_rows(len(approx), rows)
 
 
 def topk_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

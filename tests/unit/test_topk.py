@@ -15,6 +15,12 @@ def reference(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(scores, order, 1), order
 
 
+@pytest.fixture(autouse=True)
+def fp32_gemm(monkeypatch):
+    """These tests pin the fp32 GEMM path; the int8 one (taken on VNNI CPUs) has test_int8_gemm.py."""
+    monkeypatch.setenv("EQI_INT8_GEMM", "off")
+
+
 def test_by_hand():
     row = np.array([[0.5, 2.0, -1.0, 2.0, 0.75, 3.0]], dtype=np.float32)
     s, i = topk_rows(row, 3)
