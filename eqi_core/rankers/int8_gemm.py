@@ -57,10 +57,15 @@ def cpu_has_vnni(cpuinfo: str | None = None) -> bool:
     return bool(flags & {"avx512_vnni", "avx_vnni"})
 
 
+@lru_cache(maxsize=1)
+def _this_cpu_has_vnni() -> bool:
+    return cpu_has_vnni()
+
+
 def enabled() -> bool:
     """Whether ``exact_topk`` takes the int8 path here (``EQI_INT8_GEMM``, the CPU, the exactness check)."""
     mode = os.environ.get("EQI_INT8_GEMM", "auto").strip().lower()
-    if mode == "off" or (mode == "auto" and not cpu_has_vnni()):
+    if mode == "off" or (mode == "auto" and not _this_cpu_has_vnni()):
         return False
     if mode not in ("auto", "on"):
         raise ValueError(f"EQI_INT8_GEMM={mode!r}: expected auto, on or off")
@@ -88,6 +93,21 @@ def _exact_here() -> bool:
     if not ok:
         log.info("int8 GEMM: onnxruntime's integer products are not exact on this CPU; fp32 stays")
     return ok
+
+
+_inherited: list = []
+
+
+def _forget_session_in_child() -> None:
+    """A forked child inherits the session but not its threads: it makes its own. The inherited one
+    is kept, never freed: its destructor would wait for threads that do not exist in the child."""
+    global _session, _lock
+    _inherited.append(_session)
+    _session, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_session_in_child)
 
 
 def _make_session():

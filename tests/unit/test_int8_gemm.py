@@ -83,3 +83,28 @@ def test_non_finite_values_take_the_fp32_path(int8_on):
     d[17, 3] = np.nan
     scores, idx = exact_topk(q, d, 5)
     assert scores.shape == (600, 5) and (idx >= 0).all()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_searches_with_its_own_session(int8_on):
+    """The parent's onnxruntime session has threads the child lacks: freeing it there used to hang."""
+    import os
+    import signal
+    import time
+
+    rng = np.random.default_rng(11)
+    q, d = _vectors(rng, 600, 32, 0.0), _vectors(rng, 8000, 32, 0.0)
+    parent = exact_topk(q, d, 10)[1]
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        os._exit(0 if np.array_equal(exact_topk(q, d, 10)[1], parent) else 3)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung in its search")
