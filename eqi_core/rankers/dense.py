@@ -148,11 +148,12 @@ def _int8_topk(queries, docs, k, d_block, columns, progress, out_s, out_i) -> tu
         codes = columns.int8
     else:
         codes = tuple(Int8Columns.of(docs[ds:ds + d_block]) for ds in starts)
+    buffer = np.empty(min(n_q, SELECT_ROWS) * min(n_d, d_block), dtype=np.float32)  # reused by every GEMM
     for qs in range(0, n_q, SELECT_ROWS):
         q = queries[qs:qs + SELECT_ROWS]
         best_s = best_i = None
         for ds, block in zip(starts, codes):
-            s, i = int8_gemm.int8_block_topk(q, docs[ds:ds + len(block)], block, min(k, len(block)))
+            s, i = int8_gemm.int8_block_topk(q, docs[ds:ds + len(block)], block, min(k, len(block)), buffer)
             i += ds
             best_s, best_i = (s, i) if best_s is None else _merge(best_s, best_i, s, i, k)
         out_s[qs:qs + len(q)] = best_s

@@ -107,8 +107,8 @@ def test_local_cluster_survives_a_killed_worker(wordnet, shared_store, reference
 
 
 def _worker_baseline_bytes() -> int:
-    """RSS of an idle Dask worker that has imported what a shard task imports (it differs between
-    machines and environments, so the limit below is set relative to it)."""
+    """RSS of an idle Dask worker that has imported what a shard task imports and compiled its kernels
+    (it differs between machines, environments and paths, so the limit below is set relative to it)."""
     from dask.distributed import Client, LocalCluster
 
     def rss_after_imports() -> int:
@@ -116,7 +116,9 @@ def _worker_baseline_bytes() -> int:
 
         import eqi_core.exposure.distributed
         import eqi_core.rankers.dense  # noqa: F401  (torch)
+        from eqi_core.rankers.topk import warm_up
 
+        warm_up()  # the compiled kernels (on CPUs with VNNI, the int8 path's too, and onnxruntime's session)
         return psutil.Process().memory_info().rss
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
