@@ -326,7 +326,8 @@ def _int8_rescore_rows(approx, maxima, k, margin, q_scale, q_norm, q_err, q, d, 
     cand = np.empty(n, np.int64)
     lows = np.empty(n)
     highs = np.empty(n)
-    exact = np.empty(n)
+    top_s = np.empty(k)
+    top_i = np.empty(k, np.int64)
     active = np.empty(maxima.shape[1], np.int64)
     for r in range(approx.shape[0]):
         row = approx[r]
@@ -338,22 +339,29 @@ def _int8_rescore_rows(approx, maxima, k, margin, q_scale, q_norm, q_err, q, d, 
             slack = q_norm[r] * d_err[j] + q_err[r] * d_norm[j]
             lows[t] = score - slack
             highs[t] = score + slack
-        kth = np.partition(lows[:m], m - k)[m - k]
-        kept = 0
+        kth = _maxima_bound(lows[:m], k, counts, bins)  # k lower bounds reach it: at most the k-th largest
+        filled = 0
         for t in range(m):
-            cand[kept] = cand[t]
-            kept += highs[t] >= kth
-        cand[:kept].sort()
-        for t in range(kept):
+            if highs[t] < kth:
+                continue
             j = cand[t]
             total = 0.0
             for e in range(dim):
                 total += np.float64(q[r, e]) * np.float64(d[j, e])
-            exact[t] = -total
-        order = np.argsort(exact[:kept], kind="mergesort")  # stable: equal scores keep the lower position first
+            # keep the best k, score descending, lower position first among equal scores
+            if filled == k and (total < top_s[k - 1] or (total == top_s[k - 1] and j > top_i[k - 1])):
+                continue
+            p = min(filled, k - 1) - 1
+            while p >= 0 and (top_s[p] < total or (top_s[p] == total and top_i[p] > j)):
+                top_s[p + 1] = top_s[p]
+                top_i[p + 1] = top_i[p]
+                p -= 1
+            top_s[p + 1] = total
+            top_i[p + 1] = j
+            filled = min(filled + 1, k)
         for t in range(k):
-            out_i[r, t] = cand[order[t]]
-            out_s[r, t] = -exact[order[t]]
+            out_i[r, t] = top_i[t]
+            out_s[r, t] = top_s[t]
 
 
 def int8_rescored_topk(approx: np.ndarray, k: int, margin: np.ndarray, q_scale: np.ndarray, q_norm: np.ndarray,
