@@ -3,7 +3,7 @@ can be in a query's exact top k; those few are re-scored in float64 from the fp3
 
 Why: the exact exposure map is one large GEMM (13,013 queries x 20,001 passages x 384 on the default
 collection). On CPUs with VNNI (AVX-512 VNNI or AVX-VNNI) an int8 GEMM does four multiply-adds where
-fp32 does one: onnxruntime's ``MatMulIntegerToFloat`` took 12 ms for 512 x 384 by 384 x 20,001 against
+fp32 does one: onnxruntime's ``MatMulIntegerToFloat`` took 13 ms for 512 x 384 by 384 x 20,001 against
 numpy's sgemm at 38 ms on a Zen 4 host (README: Benchmarks). Without VNNI it is barely faster than
 sgemm (1.23x on Zen 1, measured) and the fp32 path stays.
 
@@ -15,9 +15,9 @@ row-wise, x = s_x x' + e_x (``int8_encode``: x' int8, ||e_x|| <= err_x, ||s_x x'
 and onnxruntime's float output, (q'.x') * fl32(s_x), carries three roundings of 2^-24 at most, bounded
 by 4 2^-24 (||q|| + err_q) norm_x. ``err_x`` also covers the re-scoring's rounding. Per query: a lower
 bound on the k-th largest approximate score (group maxima, as ``topk_rows``) less twice the largest
-slack keeps a superset; the per-pair slack then keeps those whose upper bound reaches the k-th largest
-lower bound among them; those are re-scored and the top k taken (score descending, lower position
-first). Every member of the exact top k, and every passage tied with its k-th score, survives.
+slack keeps a superset; the per-pair slack then keeps those whose upper bound reaches a bound on the
+k-th largest lower bound among them (a histogram's, as above); those are re-scored and the top k taken
+(score descending, lower position first). Every member of the exact top k, and every passage tied with its k-th score, survives.
 
 The integer products must be exact: some int8 kernels saturate 16-bit pair sums without VNNI, so the
 path runs only after a check of onnxruntime's output against numpy's integer products on extreme
@@ -116,12 +116,11 @@ def _make_session():
 
     from eqi_core.rankers.topk import _threads
 
-    dim = None
     graph = helper.make_graph(
         [helper.make_node("MatMulIntegerToFloat", ["A", "B", "one", "b_scale", "zero"], ["Y"], domain="com.microsoft")],
         "int8_scores",
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, [None, dim]),
-         helper.make_tensor_value_info("B", TensorProto.INT8, [dim, None]),
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [None, None]),
+         helper.make_tensor_value_info("B", TensorProto.INT8, [None, None]),
          helper.make_tensor_value_info("b_scale", TensorProto.FLOAT, [None])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, None])],
         initializer=[helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
@@ -131,7 +130,9 @@ def _make_session():
     options = ort.SessionOptions()
     options.intra_op_num_threads = _threads()
     options.inter_op_num_threads = 1
-    options.enable_cpu_mem_arena = False  # the arena keeps (and rounds up) each GEMM's output: memory a Dask worker's limit counts
+    # outputs go to our numpy buffer (IO binding); without the arena, onnxruntime's own temporaries are
+    # freed after each call instead of kept for the process's life (a Dask worker's limit counts them)
+    options.enable_cpu_mem_arena = False
     # spinning threads would steal the cores from the selection that runs between two GEMMs
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
