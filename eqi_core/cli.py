@@ -770,6 +770,54 @@ def train_suggester_cmd(
     typer.echo(json.dumps({k: v for k, v in sugg.card.items() if k not in ("_folder", "dataset")}, indent=1, default=str))
 
 
+@app.command("train-suggestion-ranker")
+def train_suggestion_ranker_cmd(
+    collections: list[str] = typer.Option(..., "--collection", "-c", help="collections whose training queries have judgments "
+                                          "(repeat -c); held-out queries are never used"),
+    encoder: str = EncoderOpt,
+    suggester: Path | None = SuggesterOpt,
+    queries: int = typer.Option(400, "--queries", min=1, help="per collection, a seeded sample of its training queries"),
+    seed: int = typer.Option(0, "--seed"),
+    target: str = typer.Option("gain", "--target", help="gain: the candidate's nDCG@10 minus the query's; beats: "
+                               "whether it is above the query's"),
+    export: Path | None = typer.Option(None, "--export", help="folder for ranker.json (default: the PRF suggester's own)"),
+) -> None:
+    """Fit the PRF suggester's candidate re-ranker: pools (its samples + feedback walks) for training queries,
+    each candidate's nDCG@10 gain over its query, a linear model of it (ranker.json)."""
+    import time
+
+    from eqi_core.rankers import load_encoder
+    from eqi_core.store import file_sha256
+    from eqi_core.suggestion.evaluate import evaluation_items
+    from eqi_core.suggestion.model import find_suggester
+    from eqi_core.suggestion.rerank import TARGETS, fit_pools, training_pools
+
+    if target not in TARGETS:  # before any model loads
+        raise DataError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
+    enc = load_encoder(encoder)
+    sugg = find_suggester("prf", enc, _store(), suggester)
+    started = time.time()
+    pools, counts = {}, {}
+    for spec in collections:
+        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False)
+        held = set(map(str, heldout_q))
+        items = evaluation_items(space, [q for q in space.collection.queries["query_id"].astype(str) if q not in held],
+                                 queries, seed)
+        if not items:
+            raise DataError(f"{spec}: no judged training queries to fit the ranker on")
+        pools[space.collection.name] = training_pools(space, sugg, items, _store(),
+                                                      tqdm_progress(f"candidate pools ({space.collection.name})", "query"))
+        counts[space.collection.name] = {"queries": len(items), "candidates": len(pools[space.collection.name]["gain"])}
+    ranker = fit_pools(pools, target)
+    folder = export or Path(sugg.card["_folder"])
+    card = {"trained_on": counts, "suggester_weights_sha256": file_sha256(Path(sugg.card["_folder"]) / "suggester.safetensors"),
+            "target": f"{target}: {TARGETS[target]}, centred per query (ridge regression)",
+            "pick": "descending score, each round a different first passage (cover_first)",
+            "seconds_this_call": round(time.time() - started, 1), "command": " ".join(["eqi", *sys.argv[1:]])}
+    ranker.save(folder, card)
+    typer.echo(json.dumps({**card, "weights": dict(zip(ranker.features, ranker.weights.round(4).tolist()))}, indent=1))
+
+
 @app.command("suggest")
 def suggest_cmd(
     query: str = typer.Argument(..., help="the query to reformulate"),

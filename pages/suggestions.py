@@ -1,6 +1,7 @@
 """Suggestions page: type a query, see better queries proposed by the suggestion models trained on
-latent-traversal rewrites (plain, and with pseudo-relevance feedback) beside RM3 and Sampling+QD,
-each with the dense ranker's nDCG@10 where the collection judges the query (Adolphs et al. 2022, Section 4)."""
+latent-traversal rewrites (plain, and with pseudo-relevance feedback) beside RM3, Sampling+QD and
+feedback walks (the way to each of the top-5 passages, decoded), each with the dense ranker's nDCG@10
+where the collection judges the query (Adolphs et al. 2022, Section 4)."""
 import pandas as pd
 import streamlit as st
 
@@ -15,7 +16,7 @@ from pages._text import literal
 from pages._url import copy_link, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
-                 "all": "both suggesters and the RM3 / Sampling+QD baselines"}
+                 "all": "both suggesters and the RM3 / Sampling+QD / feedback-walk baselines"}
 
 sidebar()
 collection = current_collection()
@@ -106,18 +107,28 @@ else:
 st.dataframe(top, hide_index=True, key="sug_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
 
 with st.expander("About the suggestion models: training data and evaluation (eqi train-suggester, eqi eval-suggestions)"):
-    cards = {}
+    cards, rankers = {}, {}
     for kind in ("prf", "plain"):
         try:
-            cards[kind] = find_suggester(kind, space.encoder, get_store()).card
+            found = find_suggester(kind, space.encoder, get_store())
         except DataError as exc:
             st.caption(str(exc))
+            continue
+        cards[kind] = found.card
+        if found.ranker is not None:
+            rankers[kind] = found.ranker.card or {}
     for card in cards.values():
         data = card.get("dataset", {})
         st.caption(f"**{card.get('label')}**: {card.get('parameters', 0):,} parameters, trained on "
                    f"{card.get('training_rewrites', 0):,} successful rewrites of {data.get('queries', 0):,} training "
                    f"queries ({', '.join(data.get('per_collection', {}))}) by `{card.get('command', '')}`. "
                    f"Checkpoint `{card.get('_folder')}`.")
+    for ranker in rankers.values():
+        fitted = ", ".join(f"{name} ({c.get('queries', 0):,} queries, {c.get('candidates', 0):,} candidates)"
+                           for name, c in ranker.get("trained_on", {}).items())
+        st.caption(f"**Its re-ranker** picks the PRF suggestions from its samples and the feedback walks' decodings: "
+                   f"a linear model of each candidate's nDCG@10 gain over the query, fitted on training queries of "
+                   f"{fitted} by `{ranker.get('command', '')}`; {ranker.get('pick', '')}.")
     card = cards.get("prf", {})
     data = card.get("dataset", {})
     if data.get("figure4"):

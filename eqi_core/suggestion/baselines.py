@@ -6,6 +6,8 @@
   decoded by nucleus sampling ("we sample a point uniformly at random from an epsilon-ball around the
   embedding of the original query and use the query decoder to decode that point"; every method's
   suggestions are nucleus samples), then filtered and picked exactly as the suggestion models' samples.
+- Feedback walks+QD: decodings on the way from the query to each of its top-5 passages (the
+  trivial baseline with the PRF model's access; ``feedback_walk_suggestions``).
 - Traversal (oracle): decodings along the walk to the gold passage; it knows the gold, so it is an
   upper reference, not a fair suggester.
 Scored as the paper does: max nDCG@10 over the original query and the best 1/3/5/10 suggestions.
@@ -89,6 +91,38 @@ def sampling_suggestions(space, query: str, n: int = 10, epsilon: float = 0.4, s
     ball = ball_points(q, points or DECODING.samples, epsilon, seed)
     ball /= np.linalg.norm(ball, axis=1, keepdims=True)
     return decode_suggestions(space, query, q, ball, n, seed)
+
+
+FEEDBACK_WALKS = "feedback walks+QD"
+FEEDBACK_FRACTIONS = (0.9, 1.0)  # chosen on development queries (Cranfield 20, WordNet 40), never reported
+
+
+def feedback_walk_pool(space, query: str, q: np.ndarray, docs: np.ndarray,
+                       fractions: tuple[float, ...] = FEEDBACK_FRACTIONS, beam: int = 4) -> list[str]:
+    """Beam decodings of the points ``fractions`` of the way from ``q`` to each row of ``docs``
+    (linear, put back on the unit sphere), nearest fraction first, then by row; filtered as the
+    models' samples (distinct, never the query, no repeated content word, known words when any is)."""
+    from eqi_core.suggestion.model import _fluent, real_word_test
+
+    docs = np.asarray(docs, dtype=np.float32)
+    points = np.concatenate([q[None] + t * (docs - q[None]) for t in fractions]).astype(np.float32)
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    texts = _fluent([c[0].text for c in space.model.decode(points, n=1, beam=beam) if c], query)
+    is_real = real_word_test(space.collection)
+    return [t for t in texts if is_real(t)] or texts
+
+
+def feedback_walk_suggestions(space, query: str, n: int = 10) -> list[str]:
+    """Feedback walks+QD: the trivial baseline with the PRF model's access (the query and the
+    ranker's top-5 passages) that walks towards each of them, as the oracle walks towards the gold
+    passage it is not told: the points 90% of the way to each passage and each passage itself,
+    beam-decoded (``feedback_walk_pool``); the first five suggestions are one per passage."""
+    from eqi_core.suggestion.dataset import FEEDBACK
+
+    query = check_query(query)
+    q = space.encode([query])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    return feedback_walk_pool(space, query, q, space.ranker.doc_embeddings[fb[0]])[:n]
 
 
 def best_of(original: float, suggestion_scores: list[float], cutoffs=CUTOFFS) -> dict[int, float]:

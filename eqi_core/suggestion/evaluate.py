@@ -10,6 +10,8 @@ best-of-k), averaged over queries with a percentile bootstrap 95% interval over 
   picked as the models' samples (no learning: it isolates where the models put their points);
 - feedback centroid+QD: the trivial PRF baseline with the same access as the PRF model: decode on
   the way to the mean of the top-5 passages' embeddings, picked the same way as the models' output;
+- feedback walks+QD: the other trivial baseline with that access: decode 90% of the way to each of
+  the top-5 passages and each passage itself (``baselines.feedback_walk_suggestions``);
 - suggester (plain) / suggester (PRF): the trained models;
 - walk to gold (oracle): decodings along the walk to the judged passage. It knows the answer, so it
   is an upper reference, never a suggester.
@@ -26,13 +28,21 @@ import pandas as pd
 
 from eqi_core.decoder.traversal import interpolate
 from eqi_core.progress import ProgressFn
-from eqi_core.suggestion.baselines import CUTOFFS, best_of, rm3_suggestions, sampling_suggestions, self_bleu
+from eqi_core.suggestion.baselines import (
+    CUTOFFS,
+    FEEDBACK_WALKS,
+    best_of,
+    feedback_walk_suggestions,
+    rm3_suggestions,
+    sampling_suggestions,
+    self_bleu,
+)
 from eqi_core.suggestion.dataset import FEEDBACK
 from eqi_core.suggestion.model import MAX_SUGGESTIONS, decode_suggestions
 
 ORACLE = "walk to gold (oracle)"
 CENTROID = "feedback centroid+QD"
-METHOD_ORDER = ("RM3", "Sampling+QD", CENTROID, "suggester (plain)", "suggester (PRF)", ORACLE)
+METHOD_ORDER = ("RM3", "Sampling+QD", CENTROID, FEEDBACK_WALKS, "suggester (plain)", "suggester (PRF)", ORACLE)
 
 
 def centroid_suggestions(space, query: str, n: int = MAX_SUGGESTIONS, seed: int = 0) -> list[str]:
@@ -68,7 +78,8 @@ def suggestion_lists(space, items, suggesters: dict, progress: ProgressFn | None
     for i, (qid, text, gold) in enumerate(items):
         methods = {"RM3": rm3_suggestions(space, text, MAX_SUGGESTIONS),
                    "Sampling+QD": sampling_suggestions(space, text, MAX_SUGGESTIONS, epsilon, seed=i),
-                   CENTROID: centroid_suggestions(space, text, seed=i)}
+                   CENTROID: centroid_suggestions(space, text, seed=i),
+                   FEEDBACK_WALKS: feedback_walk_suggestions(space, text, MAX_SUGGESTIONS)}
         for sugg in suggesters.values():
             methods[sugg.label] = sugg.suggest(space, text, seed=i)
         if oracle:

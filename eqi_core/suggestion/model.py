@@ -15,13 +15,16 @@ cosine loss (resumable, like the decoders). To suggest, the shipped natural-lang
 at the predicted points (``decode_suggestions``); candidates that are empty, the query itself, repeat
 a content word or use a word outside the collection's vocabulary are dropped, and up to 10 are
 picked by cosine to the nearest point with a penalty for word overlap with those already picked
-(diversity; the paper reports Self-BLEU). No judgments are used.
+(diversity; the paper reports Self-BLEU). No judgments are used. A PRF suggester whose folder holds
+a ``ranker.json`` instead picks from its samples and the feedback walks' decodings with that learned
+re-ranker (``rerank``; fitted on training queries' judgments, never on an evaluated query's).
 """
 from __future__ import annotations
 
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -309,7 +312,12 @@ def load_suggester(folder: Path, encoder, decoder=None) -> Suggester:
         head.load_state_dict({k: v.float() for k, v in load_file(str(folder / WEIGHTS)).items()})
     except (OSError, RuntimeError, ValueError, KeyError) as exc:
         raise DecoderError(f"{folder / WEIGHTS}: unreadable or incomplete suggester weights ({str(exc).splitlines()[0]})") from None
-    return Suggester(head.eval(), {**card, "_folder": str(folder)})
+    sugg = Suggester(head.eval(), {**card, "_folder": str(folder)})
+    if cfg.kind == "prf":
+        from eqi_core.suggestion.rerank import load_ranker
+
+        sugg.ranker = load_ranker(folder)
+    return sugg
 
 
 def shipped_suggesters(encoder_id: str) -> dict[str, Path]:
@@ -374,7 +382,9 @@ FALLBACK = (0.5, 0.75, 1.0, 1.25)  # beam-decoded points on the way to the predi
 
 class Suggester:
     """A trained suggestion head: ``point`` predicts where a better query lies; ``suggest`` samples
-    the decoder there (``decode_suggestions``) for up to 10 distinct natural-language queries."""
+    the decoder there (``decode_suggestions``) for up to 10 distinct natural-language queries, or,
+    for a PRF head with a ``ranker``, lets it pick among those samples and the feedback walks'
+    decodings (``rerank.ranked_suggestions``)."""
 
     def __init__(self, head: SuggestionHead, card: dict):
         self.head = head
@@ -382,6 +392,7 @@ class Suggester:
         self.kind = head.cfg.kind
         self.encoder_id = head.cfg.encoder_id
         self.label = MODEL_LABELS[self.kind]
+        self.ranker = None  # PRF only: a learned re-ranker of its candidates (``rerank``), when its folder has one
 
     @torch.no_grad()
     def point(self, context: np.ndarray) -> np.ndarray:
@@ -404,6 +415,10 @@ class Suggester:
         q = space.encode([query])[0]
         _, fb = space.top(q[None], FEEDBACK)
         target = self.point(np.concatenate([q[None], space.ranker.doc_embeddings[fb[0]]]))
+        if self.ranker is not None:
+            from eqi_core.suggestion.rerank import ranked_suggestions
+
+            return ranked_suggestions(space, query, q, fb[0], target, self.ranker, n, seed, how)
         return decode_suggestions(space, query, q, target, n, seed, how)
 
 
@@ -425,6 +440,12 @@ def collection_lexicon(collection) -> frozenset[str]:
     return _LEXICONS[collection.fingerprint]
 
 
+def real_word_test(collection) -> Callable[[str], bool]:
+    """Whether a text uses only words of ``collection_lexicon`` (and numbers)."""
+    known = collection_lexicon(collection)
+    return lambda text: all(w in known or w.isdigit() for w in words(text))
+
+
 def _fluent(pool: list[str], query: str) -> list[str]:
     """Distinct candidates other than the query that repeat no content word, whitespace tidied."""
     own = " ".join(words(query))
@@ -437,14 +458,14 @@ def _fluent(pool: list[str], query: str) -> list[str]:
     return texts
 
 
-def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,
-                       seed: int = 0, how: SuggestionDecoding = DECODING) -> list[str]:
-    """Sample around ``target`` (one point, or several as rows: the samples are shared out among
-    them) and beam-decode points from the query towards it if ``how`` says so; keep fluent distinct
-    candidates other than the query (no repeated content word, no word outside
-    ``collection_lexicon``); rank by cosine to the nearest point with a word-overlap penalty
-    (maximal marginal relevance). When no sample is made of real words, beam search on the way to
-    the first point (``FALLBACK``) is tried before made-up words are shown."""
+def sample_pool(space, query: str, q: np.ndarray, target: np.ndarray, seed: int = 0,
+                how: SuggestionDecoding = DECODING) -> list[str]:
+    """The candidates ``decode_suggestions`` picks from: samples around ``target`` (one point, or
+    several as rows: the samples are shared out among them), and beam-decoded points from the query
+    towards it if ``how`` says so; fluent, distinct, never the query (no repeated content word), in
+    decoding order. Words outside ``collection_lexicon`` are kept only when no candidate is made of
+    known words; when no sample is, beam search on the way to the first point (``FALLBACK``) is tried
+    before made-up words are shown."""
     model = space.model
     targets = np.atleast_2d(np.asarray(target, dtype=np.float32))
 
@@ -457,15 +478,22 @@ def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: 
         per_point = -(-how.samples // len(targets))
         pool += [t for row in model.sample_rows(targets, n=per_point, top_p=how.top_p, seed=seed,
                                                 temperature=how.temperature) for t in row]
-    known = collection_lexicon(space.collection)
-    is_real = lambda t: all(w in known or w.isdigit() for w in words(t))
+    is_real = real_word_test(space.collection)
     texts = _fluent(pool, query)
     if not any(map(is_real, texts)) and not how.fractions:
         texts = _fluent(pool + beams(FALLBACK, targets[:1]), query)
+    real = [t for t in texts if is_real(t)]
+    return real or texts  # made-up words ("nanotechtomic") are kept only when nothing else is left
+
+
+def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,
+                       seed: int = 0, how: SuggestionDecoding = DECODING) -> list[str]:
+    """Up to ``n`` of ``sample_pool``'s candidates, ranked by cosine to the nearest point with a
+    word-overlap penalty (maximal marginal relevance)."""
+    texts = sample_pool(space, query, q, target, seed, how)
     if not texts:
         return []
-    real = [t for t in texts if is_real(t)]
-    texts = real or texts  # made-up words ("nanotechtomic") are kept only when nothing else is left
+    targets = np.atleast_2d(np.asarray(target, dtype=np.float32))
     emb = space.encode(texts)
     scores = (emb @ (targets / np.linalg.norm(targets, axis=1, keepdims=True)).T).max(1)
     return [texts[i] for i in pick_diverse(texts, scores, n, how.penalty)]

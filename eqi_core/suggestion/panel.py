@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from eqi_core.decoder.traversal import check_query
-from eqi_core.suggestion.baselines import rm3_suggestions, sampling_suggestions
+from eqi_core.suggestion.baselines import FEEDBACK_WALKS, feedback_walk_suggestions, rm3_suggestions, sampling_suggestions
 from eqi_core.suggestion.model import KINDS, MODEL_LABELS, find_suggester
 
 CHOICES = ("prf", "plain", "all")
@@ -16,7 +16,7 @@ COLUMNS = ["model", "rank", "suggestion", "ndcg10", "gold_rank"]
 
 def suggestions_by_model(space, store, query: str, model: str = "prf", n: int = 10,
                          suggester_folder: Path | None = None) -> dict[str, list[str]]:
-    """label -> suggestions. ``all``: both models plus the RM3 and Sampling+QD baselines."""
+    """label -> suggestions. ``all``: both models plus the RM3, Sampling+QD and feedback-walk baselines."""
     from eqi_core.decoder.base import DecoderError
 
     query = check_query(query)
@@ -28,6 +28,7 @@ def suggestions_by_model(space, store, query: str, model: str = "prf", n: int = 
     if model == "all":
         out["RM3"] = rm3_suggestions(space, query, n)
         out["Sampling+QD"] = sampling_suggestions(space, query, n)
+        out[FEEDBACK_WALKS] = feedback_walk_suggestions(space, query, n)
     return out
 
 

@@ -17,6 +17,7 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     at = open_page(app, query="river bank", model="prf")
     assert at.title[0].value == "Query suggestions"
     assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder
+    assert any("Its re-ranker" in c.value and "eqi train-suggestion-ranker" in c.value for c in at.caption)
     table = at.dataframe[0].value
     assert table["model"].iloc[0] == "original query" and table["suggestion"].iloc[0] == "river bank"
     made = table[table["model"] == "suggester (PRF)"]
@@ -48,7 +49,7 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
 def test_all_models_and_a_typed_query_without_judgments(app):
     at = open_page(app, query="volcanic ash over the airport", model="all")
     table = at.dataframe[0].value
-    assert {"suggester (PRF)", "suggester (plain)", "RM3", "Sampling+QD"} <= set(table["model"])
+    assert {"suggester (PRF)", "suggester (plain)", "RM3", "Sampling+QD", "feedback walks+QD"} <= set(table["model"])
     assert "nDCG@10" not in table.columns  # no judgments: suggestions without scores
     assert any("no judgments" in c.value for c in at.caption)
     assert at.query_params["model"] in ("all", ["all"])

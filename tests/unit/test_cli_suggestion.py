@@ -24,7 +24,7 @@ def run_main(monkeypatch, capsys, argv) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("command", [["reformulations"], ["train-suggester"], ["suggest"], ["eval-suggestions"],
-                                     ["bench", "suggest"]])
+                                     ["bench", "suggest"], ["train-suggestion-ranker"]])
 def test_help(command):
     result = runner.invoke(app, command + ["--help"])
     assert result.exit_code == 0 and "Usage" in result.output
@@ -67,7 +67,8 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     code, out, err = run_main(monkeypatch, capsys, argv)
     assert code == 0, err
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
-    methods = {"original query", "RM3", "Sampling+QD", "feedback centroid+QD", "suggester (plain)", "suggester (PRF)"}
+    methods = {"original query", "RM3", "Sampling+QD", "feedback centroid+QD", "feedback walks+QD", "suggester (plain)",
+               "suggester (PRF)"}
     assert set(summary["method"]) == methods and (summary["queries"] == 1).all()
     assert (summary["best@10"] >= summary["best@1"] - 1e-12).all()
     lists = pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)
@@ -78,10 +79,34 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     assert card["evaluation_commands"][tiny.name] == "eqi " + " ".join(argv)
 
 
+def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_uses_it(monkeypatch, capsys, tmp_path):
+    """Pools for a sample of the tiny collection's judged training queries, a ranker.json beside a copy
+    of the shipped PRF suggester, and `eqi suggest` through it."""
+    from eqi_core.rankers import load_encoder
+    from eqi_core.suggestion.model import ASSETS, load_suggester
+    from eqi_core.suggestion.rerank import FEATURES, RANKER_FILE
+
+    folder = tmp_path / "prf"
+    shutil.copytree(ASSETS / "prf-minilm-l6", folder)
+    (folder / RANKER_FILE).unlink(missing_ok=True)
+    argv = ["train-suggestion-ranker", "-c", TINY, "--suggester", str(folder), "--queries", "3"]
+    code, out, err = run_main(monkeypatch, capsys, argv)
+    assert code == 0, err
+    card = json.loads((folder / RANKER_FILE).read_text())
+    assert card["features"] == list(FEATURES) and card["command"] == "eqi " + " ".join(argv)
+    (counts,) = card["trained_on"].values()
+    assert counts["queries"] == 3 and counts["candidates"] > 3
+    sugg = load_suggester(folder, load_encoder("minilm-l6"))
+    assert sugg.ranker is not None and sugg.ranker.weights.shape == (len(FEATURES),)
+    result = runner.invoke(app, ["suggest", "river bank", "-c", TINY, "--suggester", str(folder), "-n", "4"])
+    assert result.exit_code == 0, result.output
+
+
 @pytest.mark.parametrize("argv,message", [
     (["suggest", "", "-c", TINY], "query: empty"),
     (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
+    (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
 ])
 def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
     code, _, err = run_main(monkeypatch, capsys, argv)

@@ -269,6 +269,42 @@ def test_sampling_qd_samples_once_at_each_ball_point_and_filters_like_the_models
     assert sampling_suggestions(space, "river bank", 10, epsilon=0.4, seed=3) == out  # seeded
 
 
+def test_feedback_walks_decode_the_way_to_each_top_passage_in_order(natural_space, monkeypatch):
+    from eqi_core.suggestion.baselines import feedback_walk_suggestions
+
+    space, _ = natural_space
+    asked, decode = [], space.model.decode
+
+    def spy(emb, n=1, beam=4, **kw):
+        asked.append((np.array(emb), n, beam))
+        return decode(emb, n=n, beam=beam, **kw)
+
+    monkeypatch.setattr(space.model, "decode", spy)
+    out = feedback_walk_suggestions(space, "River   Bank", 10)
+    (points, n, beam), = asked
+    q = space.encode(["river bank"])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    docs = space.ranker.doc_embeddings[fb[0]]
+    half = q + 0.9 * (docs - q)  # by hand: 90% of the way to each passage, then each passage itself
+    expected = np.concatenate([half / np.linalg.norm(half, axis=1, keepdims=True), docs])
+    assert (n, beam) == (1, 4) and points.shape == (2 * FEEDBACK, q.shape[0])
+    np.testing.assert_allclose(points, expected, atol=1e-5)
+    decoded = [c[0].text for c in decode(points, n=1, beam=4)]
+    norm = [" ".join(words(t)) for t in out]
+    assert 1 <= len(out) <= 10 and "river bank" not in norm and len(set(norm)) == len(norm)
+    assert out == [t for t in dict.fromkeys(" ".join(t.split()) for t in decoded) if t in out]  # kept in walk order
+
+
+def test_bench_suggest_times_each_method_and_judges_only_the_models(natural_space, tiny_suggester):
+    from eqi_core.bench import bench_suggest
+
+    space, _ = natural_space
+    out = bench_suggest(space, {"prf": tiny_suggester}, space.collection.queries["query_id"].astype(str).tolist(), 2)
+    assert set(out["p50_s"]) == {"suggester (PRF)", "Sampling+QD", "feedback walks+QD"} and out["queries"] == 2
+    assert set(out["met"]) == {"suggester (PRF)"} and out["met"]["suggester (PRF)"] == (out["p50_s"]["suggester (PRF)"] <= 1.0)
+    assert all(0 <= n <= 10 for n in out["suggestions_per_query"].values())
+
+
 def test_saved_suggester_round_trips_and_another_encoder_is_refused(natural_space, tiny_suggester, tmp_path):
     from eqi_core.rankers import load_encoder
 
@@ -339,3 +375,114 @@ def test_paired_difference_from_rm3_by_hand():
     assert diff["best@10_minus_RM3"] == pytest.approx((0.1 + 0.1 - 0.4) / 3)
     assert diff["best@10_minus_RM3_lo"] < 0 < diff["best@10_minus_RM3_hi"]
     assert paired_difference(scored, "RM3") == {} and paired_difference(scored, "plain") == {}
+
+
+# -- the PRF suggester's re-ranker ---------------------------------------------------------------------
+def test_fit_ranker_learns_the_order_inside_each_query_only():
+    from eqi_core.suggestion.rerank import FEATURES, fit_ranker
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, len(FEATURES)))
+    group = np.repeat(np.arange(30), 10)
+    gain = 0.3 * x[:, 0] - 0.1 * x[:, 3]
+    shifted = gain + np.repeat(rng.normal(size=30), 10)  # a per-query offset: which query, not which candidate
+    a, b = fit_ranker(x, gain, group), fit_ranker(x, shifted, group)
+    np.testing.assert_allclose(a.weights, b.weights, atol=1e-9)
+    w = a.weights / a.scale  # back in the features' units
+    assert w[0] == pytest.approx(0.3, abs=0.01) and w[3] == pytest.approx(-0.1, abs=0.01)
+    assert np.abs(np.delete(w, [0, 3])).max() < 0.01
+    with pytest.raises(DataError, match="one row of"):
+        fit_ranker(x[:, :3], gain, group)
+
+
+def test_fit_pools_keeps_collections_apart_and_fits_the_chosen_target():
+    from eqi_core.suggestion.rerank import FEATURES, fit_pools, fit_ranker
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(40, len(FEATURES)))
+    gain = x[:, 2] - 0.5
+    group = np.repeat(np.arange(4), 10)
+    pools = {"a": {"x": x[:20], "gain": gain[:20], "group": group[:20]},
+             "b": {"x": x[20:], "gain": gain[20:], "group": group[20:] - 2}}  # group ids restart per collection
+    np.testing.assert_allclose(fit_pools(pools).weights, fit_ranker(x, gain, group).weights)
+    np.testing.assert_allclose(fit_pools(pools, "beats").weights, fit_ranker(x, (gain > 0).astype(float), group).weights)
+    with pytest.raises(DataError, match="target 'best'"):
+        fit_pools(pools, "best")
+    with pytest.raises(DataError, match="no candidate"):
+        fit_pools({"a": {"x": x[:0], "gain": gain[:0], "group": group[:0]}})
+
+
+def test_cover_first_by_hand():
+    from eqi_core.suggestion.rerank import cover_first
+
+    # by score: 0 (passage 5), 1 (5), 2 (7), 3 (5); each round a passage only once
+    assert cover_first(np.array([0.9, 0.8, 0.7, 0.6]), np.array([5, 5, 7, 5]), 4) == [0, 2, 1, 3]
+    assert cover_first(np.array([0.9, 0.8, 0.7, 0.6]), np.array([5, 5, 7, 5]), 2) == [0, 2]
+    assert cover_first(np.array([0.1, 0.2]), np.array([1, 2]), 5) == [1, 0]
+
+
+def test_candidate_pool_features_by_hand(natural_space, tiny_suggester):
+    from eqi_core.suggestion.baselines import feedback_walk_pool
+    from eqi_core.suggestion.model import sample_pool
+    from eqi_core.suggestion.rerank import FEATURES, candidate_pool
+
+    space, _ = natural_space
+    q = space.encode(["river bank"])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    docs = space.ranker.doc_embeddings
+    targets = tiny_suggester.point(np.concatenate([q[None], docs[fb[0]]]))
+    pool = candidate_pool(space, "river bank", q, fb[0], targets, seed=1)
+    samples = sample_pool(space, "river bank", q, targets, 1)
+    walks = feedback_walk_pool(space, "river bank", q, docs[fb[0]])
+    assert pool.texts == list(dict.fromkeys(samples + walks)) and pool.features.shape == (len(pool.texts), len(FEATURES))
+    col = {name: pool.features[:, i] for i, name in enumerate(FEATURES)}
+    emb = space.encode(pool.texts)
+    np.testing.assert_allclose(col["cos query"], emb @ q, atol=1e-5)
+    np.testing.assert_allclose(col["cos passage 2"], emb @ docs[fb[0][1]], atol=1e-5)
+    scores, idx = space.top(emb, 10)
+    _, q_top = space.top(q[None], 10)
+    for i in range(len(pool.texts)):
+        assert col["share of the query's top 10 kept"][i] == pytest.approx(len(set(idx[i]) & set(q_top[0])) / 10)
+        where = list(idx[i]).index(fb[0][0]) + 1 if fb[0][0] in idx[i] else None
+        assert col["1/rank of passage 1"][i] == pytest.approx(1 / where if where else 0.0)
+        assert col["from a feedback walk"][i] == float(pool.texts[i] not in samples)
+        assert pool.top1[i] == idx[i][0]
+    np.testing.assert_allclose(col["top-1 minus top-10"], scores[:, 0] - scores[:, 9], atol=1e-6)
+
+
+def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
+    from eqi_core.suggestion.rerank import FEATURES, RANKER_FILE, SuggestionRanker, load_ranker
+
+    assert load_ranker(tmp_path) is None  # a suggester without one picks as before
+    ranker = SuggestionRanker(np.arange(len(FEATURES), dtype=float), np.full(len(FEATURES), 2.0))
+    ranker.save(tmp_path, {"command": "by hand"})
+    back = load_ranker(tmp_path)
+    x = np.ones((2, len(FEATURES)))
+    np.testing.assert_allclose(back.score(x), ranker.score(x)) and back.card["command"] == "by hand"
+    for text, message in (("{", "not a suggestion re-ranker"),
+                          (json.dumps({"features": ["a"], "scale": [1], "weights": [1]}), "expected weights")):
+        (tmp_path / RANKER_FILE).write_text(text)
+        with pytest.raises(DataError, match=message) as exc:
+            load_ranker(tmp_path)
+        assert "\n" not in str(exc.value)
+
+
+def test_a_prf_suggester_with_a_ranker_picks_from_samples_and_walks(natural_space, tiny_suggester, tmp_path):
+    import shutil
+
+    from eqi_core.suggestion.baselines import feedback_walk_pool
+    from eqi_core.suggestion.rerank import FEATURES, SuggestionRanker
+
+    space, _ = natural_space
+    folder = tmp_path / "prf"
+    shutil.copytree(tiny_suggester.card["_folder"], folder)
+    walk_only = np.zeros(len(FEATURES))
+    walk_only[FEATURES.index("from a feedback walk")] = 1.0  # prefers the walks' decodings
+    SuggestionRanker(walk_only, np.ones(len(FEATURES))).save(folder, {})
+    sugg = load_suggester(folder, space.encoder)
+    out = sugg.suggest(space, "river bank", n=3)
+    q = space.encode(["river bank"])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    walks = feedback_walk_pool(space, "river bank", q, space.ranker.doc_embeddings[fb[0]])
+    assert 1 <= len(out) <= 3 and out[0] in walks  # the best score; later picks also weigh coverage
+    assert "river bank" not in [" ".join(words(t)) for t in out]
