@@ -904,6 +904,8 @@ def eval_suggestions_cmd(
         names = set(table["collection"])
         kept = [r for r in card.get("evaluation", []) if r.get("collection") not in names]
         decoding = describe_decoding(DECODING)  # rows measured with another decoding stay told apart
+        if suggesters["prf"].ranker is not None:
+            decoding += "; PRF picked by its re-ranker (+ feedback walks)"
         card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list
