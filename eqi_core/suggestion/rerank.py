@@ -10,7 +10,8 @@ linear model on those features predicts the candidate's nDCG@10 gain over the qu
 there is one: ``TARGETS``); it is fitted
 on the pools of training queries (never a held-out or evaluated query), against their judgments,
 within each query (features and gains centred per query: only the order inside a pool matters).
-It is stored as JSON (names, centring, scale, weights): no pickle.
+It is stored as JSON (feature names, scales, weights; the centring needs no storing, as it does
+not change the order within a pool): no pickle.
 """
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def cover_first(scores: np.ndarray, top1: np.ndarray, n: int) -> list[int]:
 
 @dataclass
 class SuggestionRanker:
-    """A linear scorer over ``FEATURES`` (standardised): higher = a larger predicted nDCG@10 gain."""
+    """A linear scorer over ``FEATURES`` (standardised): higher = a larger predicted gain over the
+    query (or likelier to beat it, with the ``beats`` target)."""
     weights: np.ndarray
     scale: np.ndarray
     features: tuple[str, ...] = FEATURES
@@ -133,8 +135,8 @@ def load_ranker(folder: Path) -> SuggestionRanker | None:
 
 
 def fit_ranker(x: np.ndarray, gain: np.ndarray, group: np.ndarray, ridge: float = 1.0) -> SuggestionRanker:
-    """Ridge regression of the nDCG@10 gain on the standardised features, both centred within each
-    query (``group``), so that only the order inside a query's pool is learned."""
+    """Ridge regression of ``gain`` (the target: ``TARGETS``) on the standardised features, both
+    centred within each query (``group``), so that only the order inside a query's pool is learned."""
     x, gain, group = np.asarray(x, dtype=np.float64), np.asarray(gain, dtype=np.float64), np.asarray(group)
     if len(x) != len(gain) or len(x) != len(group) or x.ndim != 2 or x.shape[1] != len(FEATURES):
         raise DataError(f"ranker training: {x.shape} features, {len(gain)} gains, {len(group)} groups: "
