@@ -20,6 +20,7 @@ from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, load_encoder, ranker_spec, run_all_queries
 from eqi_core.store import ArtifactStore, atomic_copy, atomic_path, atomic_write
+from eqi_core.suggestion.rerank import PICK_PENALTY
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -780,6 +781,8 @@ def train_suggestion_ranker_cmd(
     seed: int = typer.Option(0, "--seed"),
     target: str = typer.Option("gain", "--target", help="gain: the candidate's nDCG@10 minus the query's; beats: "
                                "whether it is above the query's"),
+    pick_penalty: float = typer.Option(PICK_PENALTY, "--pick-penalty",
+                                       help="word-overlap penalty of the pick (0: by score alone)"),
     export: Path | None = typer.Option(None, "--export", help="folder for ranker.json (default: the PRF suggester's own)"),
 ) -> None:
     """Fit the PRF suggester's candidate re-ranker: pools (its samples + feedback walks) for training queries,
@@ -794,6 +797,8 @@ def train_suggestion_ranker_cmd(
 
     if target not in TARGETS:  # before any model loads
         raise DataError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
+    if not pick_penalty >= 0:
+        raise DataError(f"--pick-penalty {pick_penalty:g}: expected a number >= 0")
     enc = load_encoder(encoder)
     sugg = find_suggester("prf", enc, _store(), suggester)
     started = time.time()
@@ -809,10 +814,13 @@ def train_suggestion_ranker_cmd(
                                                       tqdm_progress(f"candidate pools ({space.collection.name})", "query"))
         counts[space.collection.name] = {"queries": len(items), "candidates": len(pools[space.collection.name]["gain"])}
     ranker = fit_pools(pools, target)
+    ranker.pick_penalty = pick_penalty
     folder = export or Path(sugg.card["_folder"])
     card = {"trained_on": counts, "suggester_weights_sha256": file_sha256(Path(sugg.card["_folder"]) / "suggester.safetensors"),
             "target": f"{target}: {TARGETS[target]}, centred per query (ridge regression)",
-            "pick": "descending score, each round a different first passage (cover_first)",
+            "pick": ("descending score, each round a different first passage (cover_first)" if not pick_penalty else
+                     f"each round a different first passage, by the score standardised in the pool minus {pick_penalty:g} x "
+                     "the largest word Jaccard with an earlier pick (cover_first)"),
             "seconds_this_call": round(time.time() - started, 1), "command": " ".join(["eqi", *sys.argv[1:]])}
     ranker.save(folder, card)
     typer.echo(json.dumps({**card, "weights": dict(zip(ranker.features, ranker.weights.round(4).tolist()))}, indent=1))
@@ -904,8 +912,10 @@ def eval_suggestions_cmd(
         names = set(table["collection"])
         kept = [r for r in card.get("evaluation", []) if r.get("collection") not in names]
         decoding = describe_decoding(DECODING)  # rows measured with another decoding stay told apart
-        if suggesters["prf"].ranker is not None:
-            decoding += "; PRF picked by its re-ranker (+ feedback walks)"
+        ranker = suggesters["prf"].ranker
+        if ranker is not None:
+            penalty = f", word-overlap penalty {ranker.pick_penalty:g}" if ranker.pick_penalty else ""
+            decoding += f"; PRF picked by its re-ranker (+ feedback walks{penalty})"
         card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list

@@ -127,7 +127,8 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
         fitted = ", ".join(f"{name} ({c.get('queries', 0):,} queries, {c.get('candidates', 0):,} candidates)"
                            for name, c in ranker.get("trained_on", {}).items())
         st.caption(f"**Its re-ranker** picks the PRF suggestions from its samples and the feedback walks' decodings: "
-                   f"a linear model of each candidate's nDCG@10 gain over the query, fitted on training queries of "
+                   f"a linear model of each candidate ({ranker.get('target', 'its nDCG@10 gain over the query')}), "
+                   f"fitted on training queries of "
                    f"{fitted} by `{ranker.get('command', '')}`; {ranker.get('pick', '')}.")
     card = cards.get("prf", {})
     data = card.get("dataset", {})

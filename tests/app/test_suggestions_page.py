@@ -17,7 +17,8 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     at = open_page(app, query="river bank", model="prf")
     assert at.title[0].value == "Query suggestions"
     assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder
-    assert any("Its re-ranker" in c.value and "eqi train-suggestion-ranker" in c.value for c in at.caption)
+    assert any("Its re-ranker" in c.value and "eqi train-suggestion-ranker" in c.value and "word Jaccard" in c.value
+               for c in at.caption)
     table = at.dataframe[0].value
     assert table["model"].iloc[0] == "original query" and table["suggestion"].iloc[0] == "river bank"
     made = table[table["model"] == "suggester (PRF)"]

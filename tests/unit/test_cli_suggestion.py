@@ -84,7 +84,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     of the shipped PRF suggester, and `eqi suggest` through it."""
     from eqi_core.rankers import load_encoder
     from eqi_core.suggestion.model import ASSETS, load_suggester
-    from eqi_core.suggestion.rerank import FEATURES, RANKER_FILE
+    from eqi_core.suggestion.rerank import FEATURES, PICK_PENALTY, RANKER_FILE
 
     folder = tmp_path / "prf"
     shutil.copytree(ASSETS / "prf-minilm-l6", folder)
@@ -94,6 +94,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     assert code == 0, err
     card = json.loads((folder / RANKER_FILE).read_text())
     assert card["features"] == list(FEATURES) and card["command"] == "eqi " + " ".join(argv)
+    assert card["pick_penalty"] == PICK_PENALTY and f"minus {PICK_PENALTY:g} x the largest word Jaccard" in card["pick"]
     (counts,) = card["trained_on"].values()
     assert counts["queries"] == 3 and counts["candidates"] > 3
     sugg = load_suggester(folder, load_encoder("minilm-l6"))
@@ -107,6 +108,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
+    (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),
 ])
 def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
     code, _, err = run_main(monkeypatch, capsys, argv)

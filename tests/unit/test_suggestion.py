@@ -421,6 +421,22 @@ def test_cover_first_by_hand():
     assert cover_first(np.array([0.1, 0.2]), np.array([1, 2]), 5) == [1, 0]
 
 
+def test_cover_first_penalises_word_overlap_by_hand():
+    from eqi_core.suggestion.rerank import cover_first
+
+    texts = ["heart attack symptoms", "Heart attack symptoms, women", "cardiac arrest signs", "heart failure"]
+    scores, top1 = np.array([3.0, 2.0, 1.0, 0.0]), np.array([1, 2, 3, 4])  # four different first passages
+    # standardised: +-1.342, +-0.447; Jaccard with the first pick: 3/4, 0, 1/4 (and 0 between the others)
+    # penalty 4, round 2: .447 - 3 = -2.553, -.447 - 0, -1.342 - 1 = -2.342 -> the third;
+    # round 3: -2.553 against -2.342 -> the fourth; then the second
+    assert cover_first(scores, top1, 4, texts, penalty=4.0) == [0, 2, 3, 1]
+    # penalty 1, round 2: .447 - .75 = -.303 beats -.447: the order by score stays
+    assert cover_first(scores, top1, 4, texts, penalty=1.0) == [0, 1, 2, 3]
+    assert cover_first(scores, top1, 4) == cover_first(scores, top1, 4, texts, penalty=0.0) == [0, 1, 2, 3]
+    # the first passage still comes first: the fourth shares the first's passage and waits a round
+    assert cover_first(scores, np.array([1, 2, 3, 1]), 4, texts, penalty=4.0) == [0, 2, 1, 3]
+
+
 def test_candidate_pool_features_by_hand(natural_space, tiny_suggester):
     from eqi_core.suggestion.baselines import feedback_walk_pool
     from eqi_core.suggestion.model import sample_pool
@@ -454,13 +470,20 @@ def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
     from eqi_core.suggestion.rerank import FEATURES, RANKER_FILE, SuggestionRanker, load_ranker
 
     assert load_ranker(tmp_path) is None  # a suggester without one picks as before
-    ranker = SuggestionRanker(np.arange(len(FEATURES), dtype=float), np.full(len(FEATURES), 2.0))
+    ranker = SuggestionRanker(np.arange(len(FEATURES), dtype=float), np.full(len(FEATURES), 2.0), pick_penalty=4.0)
     ranker.save(tmp_path, {"command": "by hand"})
     back = load_ranker(tmp_path)
     x = np.ones((2, len(FEATURES)))
-    np.testing.assert_allclose(back.score(x), ranker.score(x)) and back.card["command"] == "by hand"
+    np.testing.assert_allclose(back.score(x), ranker.score(x))
+    assert back.card["command"] == "by hand" and back.pick_penalty == 4.0
+    data = json.loads((tmp_path / RANKER_FILE).read_text())
+    del data["pick_penalty"]  # a file from before the penalty existed picks by score alone
+    (tmp_path / RANKER_FILE).write_text(json.dumps(data))
+    assert load_ranker(tmp_path).pick_penalty == 0.0
     for text, message in (("{", "not a suggestion re-ranker"),
-                          (json.dumps({"features": ["a"], "scale": [1], "weights": [1]}), "expected weights")):
+                          (json.dumps({"features": ["a"], "scale": [1], "weights": [1]}), "expected weights"),
+                          (json.dumps({**data, "pick_penalty": -1}), "pick_penalty -1: expected a number >= 0"),
+                          (json.dumps({**data, "pick_penalty": "high"}), "not a suggestion re-ranker")):
         (tmp_path / RANKER_FILE).write_text(text)
         with pytest.raises(DataError, match=message) as exc:
             load_ranker(tmp_path)
