@@ -7,7 +7,8 @@ import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
-from eqi_core.suggestion.model import find_suggester
+from eqi_core.suggestion.baselines import FEEDBACK_WALKS
+from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
 from eqi_core.suggestion.panel import CHOICES, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
@@ -16,7 +17,8 @@ from pages._text import literal
 from pages._url import copy_link, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
-                 "all": "both suggesters and the RM3 / Sampling+QD / feedback-walk baselines"}
+                 "all": "both suggesters + 3 baselines (RM3, Sampling+QD, feedback walks)"}
+SHORT_NAMES = {MODEL_LABELS["prf"]: "PRF", MODEL_LABELS["plain"]: "plain", FEEDBACK_WALKS: "walks+QD"}  # fit a metric
 
 sidebar()
 collection = current_collection()
@@ -74,7 +76,7 @@ if judged:
     m = st.columns(1 + len(best))
     m[0].metric("nDCG@10 of the query", f"{original:.3f}")
     for col, (name, value) in zip(m[1:], best.items()):
-        col.metric(f"Best of {name}", f"{value:.3f}", delta=f"{value - original:+.3f}")
+        col.metric(f"Best of {SHORT_NAMES.get(name, name)}", f"{value:.3f}", delta=f"{value - original:+.3f}")
     reach = table.iloc[1:][table["gold_rank"].iloc[1:] == 1]
     if len(reach):
         which = "1 suggestion ranks" if len(reach) == 1 else f"{len(reach)} suggestions rank"
