@@ -334,7 +334,8 @@ def shipped_suggesters(encoder_id: str) -> dict[str, Path]:
 
 
 # -- suggesting -------------------------------------------------------------------------------------
-def _overlap(a: set[str], b: set[str]) -> float:
+def word_jaccard(a: set[str], b: set[str]) -> float:
+    """Jaccard of two word sets: how much two suggestions say the same (the picks' diversity penalty)."""
     return len(a & b) / max(1, len(a | b))
 
 
@@ -345,7 +346,7 @@ def pick_diverse(texts: list[str], scores: np.ndarray, n: int, penalty: float = 
     chosen: list[int] = []
     left = list(range(len(texts)))
     while left and len(chosen) < n:
-        best = max(left, key=lambda i: scores[i] - penalty * max((_overlap(bags[i], bags[j]) for j in chosen), default=0.0))
+        best = max(left, key=lambda i: scores[i] - penalty * max((word_jaccard(bags[i], bags[j]) for j in chosen), default=0.0))
         chosen.append(best)
         left.remove(best)
     return chosen

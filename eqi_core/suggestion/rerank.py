@@ -93,7 +93,7 @@ def cover_first(scores: np.ndarray, top1: np.ndarray, n: int, texts: list[str] |
     minus ``penalty`` x its largest word Jaccard with an earlier pick (maximal marginal relevance):
     walks to passages that tell one story decode to near-paraphrases, and a list of those shows a
     searcher one idea ten times."""
-    from eqi_core.suggestion.model import _overlap
+    from eqi_core.suggestion.model import word_jaccard
 
     scores = np.asarray(scores, dtype=np.float64)
     z = (scores - scores.mean()) / (scores.std() or 1.0) if penalty and texts is not None else scores
@@ -107,7 +107,7 @@ def cover_first(scores: np.ndarray, top1: np.ndarray, n: int, texts: list[str] |
             covered.clear()
             continue
         best = fresh[0] if bags is None or not chosen else max(
-            fresh, key=lambda i: z[i] - penalty * max(_overlap(bags[i], bags[j]) for j in chosen))
+            fresh, key=lambda i: z[i] - penalty * max(word_jaccard(bags[i], bags[j]) for j in chosen))
         chosen.append(best)
         order.remove(best)
         covered.add(int(top1[best]))
@@ -132,8 +132,8 @@ class SuggestionRanker:
 
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / RANKER_FILE, json.dumps({"features": list(self.features), "scale": self.scale.tolist(),
-                                                       "weights": self.weights.tolist(),
-                                                       "pick_penalty": self.pick_penalty, **card}, indent=1))
+                                                       "weights": self.weights.tolist(), **card,
+                                                       "pick_penalty": self.pick_penalty}, indent=1))
 
 
 def load_ranker(folder: Path) -> SuggestionRanker | None:
