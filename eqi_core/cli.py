@@ -785,7 +785,8 @@ def train_suggestion_ranker_cmd(
                                        help="word-overlap penalty of the pick (0: by score alone)"),
     export: Path | None = typer.Option(None, "--export", help="folder for ranker.json (default: the PRF suggester's own)"),
 ) -> None:
-    """Fit the PRF suggester's candidate re-ranker: pools (its samples + feedback walks) for training queries,
+    """Fit the PRF suggester's candidate re-ranker: pools (its samples + a sample at each feedback-walk point)
+    for training queries,
     each candidate's nDCG@10 gain over its query, a linear model of it (ranker.json)."""
     import time
 
@@ -793,7 +794,7 @@ def train_suggestion_ranker_cmd(
     from eqi_core.store import file_sha256
     from eqi_core.suggestion.evaluate import evaluation_items
     from eqi_core.suggestion.model import find_suggester
-    from eqi_core.suggestion.rerank import TARGETS, fit_pools, training_pools
+    from eqi_core.suggestion.rerank import POOL_DESCRIPTION, POOLS_VERSION, TARGETS, fit_pools, training_pools
 
     if target not in TARGETS:  # before any model loads
         raise DataError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
@@ -816,7 +817,8 @@ def train_suggestion_ranker_cmd(
     ranker = fit_pools(pools, target)
     ranker.pick_penalty = pick_penalty
     folder = export or Path(sugg.card["_folder"])
-    card = {"trained_on": counts, "suggester_weights_sha256": file_sha256(Path(sugg.card["_folder"]) / "suggester.safetensors"),
+    card = {"trained_on": counts, "pools": {"version": POOLS_VERSION, "candidates": POOL_DESCRIPTION},
+            "suggester_weights_sha256": file_sha256(Path(sugg.card["_folder"]) / "suggester.safetensors"),
             "target": f"{target}: {TARGETS[target]}, centred per query (ridge regression)",
             "pick": ("descending score, each round a different first passage (cover_first)" if not pick_penalty else
                      f"each round a different first passage, by the score standardised in the pool minus {pick_penalty:g} x "
@@ -915,7 +917,7 @@ def eval_suggestions_cmd(
         ranker = suggesters["prf"].ranker
         if ranker is not None:
             penalty = f", word-overlap penalty {ranker.pick_penalty:g}" if ranker.pick_penalty else ""
-            decoding += f"; PRF picked by its re-ranker (+ feedback walks{penalty})"
+            decoding += f"; PRF picked by its re-ranker (+ a sample at each feedback-walk point{penalty})"
         card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list

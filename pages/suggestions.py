@@ -126,12 +126,14 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
                    f"queries ({', '.join(data.get('per_collection', {}))}) by `{card.get('command', '')}`. "
                    f"Checkpoint `{card.get('_folder')}`.")
     for ranker in rankers.values():
+        pools = ranker.get("pools") or {}
         fitted = ", ".join(f"{name} ({c.get('queries', 0):,} queries, {c.get('candidates', 0):,} candidates)"
                            for name, c in ranker.get("trained_on", {}).items())
-        st.caption(f"**Its re-ranker** picks the PRF suggestions from its samples and the feedback walks' decodings: "
+        st.caption(f"**Its re-ranker** picks the PRF suggestions from its samples and a sample at each feedback-walk point: "
                    f"a linear model of each candidate ({ranker.get('target', 'its nDCG@10 gain over the query')}), "
                    f"fitted on training queries of "
-                   f"{fitted} by `{ranker.get('command', '')}`; {ranker.get('pick', '')}.")
+                   f"{fitted} by `{ranker.get('command', '')}`; {ranker.get('pick', '')}."
+                   + (f" Fitted on pools of {pools['candidates']}; {pools['used_on']}." if pools.get("used_on") else ""))
     card = cards.get("prf", {})
     data = card.get("dataset", {})
     if data.get("figure4"):

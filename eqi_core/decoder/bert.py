@@ -288,11 +288,15 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
 
 
 @torch.no_grad()
-def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, first_banned: torch.Tensor,
+def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_p: float, first_banned: torch.Tensor,
            generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
-           constraint=None) -> list[list[list[int]]]:
-    """``n`` nucleus samples per row (vocabulary ids), for diverse suggestions; ``constraint`` (a
-    ``WordConstraint``) removes the nucleus's tokens that would leave known words.
+           constraint=None, split: int | None = None,
+           split_generator: torch.Generator | None = None) -> list[list[list[int]]]:
+    """``n`` nucleus samples per row (or ``n[i]`` for row i; vocabulary ids), for diverse
+    suggestions; ``constraint`` (a ``WordConstraint``) removes the nucleus's tokens that would leave
+    known words. With ``split``, the samples of rows ``split`` and after draw from
+    ``split_generator``: rows added to a batch then leave the earlier rows' samples exactly as
+    they were without them (one batch, two random streams).
 
     Finished samples leave the batch (their caches are dropped), so the steps after the shortest
     samples end cost only what is still being written. The draw still takes one uniform per sample
@@ -300,13 +304,20 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
     random stream as when every row stayed in the batch."""
     cfg = model.cfg
     b = len(emb)
-    total = b * n
+    counts = [n] * b if isinstance(n, int) else [int(c) for c in n]
+    if len(counts) != b or min(counts, default=1) < 1:
+        raise ValueError(f"sample: {len(counts)} sample counts (each >= 1) for {b} rows")
+    total = sum(counts)
+    cut = total if split is None else sum(counts[:split])  # rows from here draw from split_generator
+    if cut < total and split_generator is None:
+        raise ValueError("sample: split needs a split_generator")
     eos = int(model.out_index[cfg.eos_id])
     logp, caches = model.start(emb)
     logp[:, first_banned] = -1e9
     logp[:, eos] = -1e9
-    caches = reorder(caches, torch.arange(b).repeat_interleave(n))
-    logp = logp.repeat_interleave(n, dim=0)
+    per_row = torch.tensor(counts)
+    caches = reorder(caches, torch.arange(b).repeat_interleave(per_row))
+    logp = logp.repeat_interleave(per_row, dim=0)
     seqs: list[list[int]] = [[] for _ in range(total)]
     rows = torch.arange(total)  # the samples still being written: the rows of logp and the caches
     states = [constraint.start() for _ in range(total)] if constraint is not None else None
@@ -326,7 +337,8 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
         every = torch.zeros(total, k)
         every[:, 0] = 1.0  # finished samples draw from a point: one uniform each, as before
         every[rows] = sp / sp.sum(-1, keepdim=True)
-        drawn = torch.multinomial(every, 1, generator=generator).view(-1)
+        drawn = torch.cat([torch.multinomial(part, 1, generator=g).view(-1)
+                           for part, g in ((every[:cut], generator), (every[cut:], split_generator)) if len(part)])
         pick = si.gather(1, drawn[rows].view(-1, 1)).view(-1)
         going = []
         for j, (r, tok) in enumerate(zip(rows.tolist(), pick.tolist())):
@@ -347,7 +359,8 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int, top_p: float, fi
             rows, pick, caches = rows[index], pick[index], reorder(caches, index)
         logp, caches = model.step(pick, t + 1, caches)
     out_ids = model.out_ids.tolist()
-    return [[[out_ids[k] for k in seqs[i * n + j]] for j in range(n)] for i in range(b)]
+    starts = np.cumsum([0] + counts)
+    return [[[out_ids[k] for k in seqs[j]] for j in range(starts[i], starts[i + 1])] for i in range(b)]
 
 
 def _without_bad_last_word(seq: list[int], state, constraint) -> list[int]:

@@ -370,12 +370,16 @@ class NaturalDecoderModel:
                temperature: float = 1.0) -> list[str]:
         return self.sample_rows(as_matrix(embedding, self.model.cfg.encoder_dim)[:1], n, top_p, seed, temperature)[0]
 
-    def sample_rows(self, embeddings: np.ndarray, n: int = 10, top_p: float = 0.9, seed: int = 0,
-                    temperature: float = 1.0) -> list[list[str]]:
-        """``n`` nucleus samples for each row, in one batched pass (one generator for the batch)."""
+    def sample_rows(self, embeddings: np.ndarray, n: int | list[int] = 10, top_p: float = 0.9, seed: int = 0,
+                    temperature: float = 1.0, split: int | None = None) -> list[list[str]]:
+        """``n`` nucleus samples for each row (or ``n[i]`` for row i), in one batched pass. One
+        generator for the batch; with ``split``, rows ``split`` and after draw from a second
+        generator of the same seed, so that the rows before it sample as they would alone."""
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         gen = torch.Generator().manual_seed(seed)
-        rows = sample(self.model, x, n, top_p, self.first_banned, gen, temperature, constraint=self.constraint)
+        second = torch.Generator().manual_seed(seed) if split is not None else None
+        rows = sample(self.model, x, n, top_p, self.first_banned, gen, temperature, constraint=self.constraint,
+                      split=split, split_generator=second)
         return [[self.text(ids) for ids in row] for row in rows]
 
 

@@ -97,16 +97,21 @@ FEEDBACK_WALKS = "feedback walks+QD"
 FEEDBACK_FRACTIONS = (0.9, 1.0)  # chosen on development queries (Cranfield 20, WordNet 40), never reported
 
 
-def feedback_walk_pool(space, query: str, q: np.ndarray, docs: np.ndarray,
-                       fractions: tuple[float, ...] = FEEDBACK_FRACTIONS, beam: int = 4) -> list[str]:
-    """Beam decodings of the points ``fractions`` of the way from ``q`` to each row of ``docs``
-    (linear, put back on the unit sphere), nearest fraction first, then by row; filtered as the
-    models' samples (distinct, never the query, no repeated content word, known words when any is)."""
-    from eqi_core.suggestion.model import _fluent, real_word_test
-
+def feedback_walk_points(q: np.ndarray, docs: np.ndarray, fractions: tuple[float, ...] = FEEDBACK_FRACTIONS) -> np.ndarray:
+    """The points ``fractions`` of the way from ``q`` to each row of ``docs`` (linear, put back on the
+    unit sphere), nearest fraction first, then by row: (len(fractions) x len(docs), dim)."""
     docs = np.asarray(docs, dtype=np.float32)
     points = np.concatenate([q[None] + t * (docs - q[None]) for t in fractions]).astype(np.float32)
-    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def feedback_walk_pool(space, query: str, q: np.ndarray, docs: np.ndarray,
+                       fractions: tuple[float, ...] = FEEDBACK_FRACTIONS, beam: int = 4) -> list[str]:
+    """Beam decodings of ``feedback_walk_points``, in their order; filtered as the models' samples
+    (distinct, never the query, no repeated content word, known words when any is)."""
+    from eqi_core.suggestion.model import _fluent, real_word_test
+
+    points = feedback_walk_points(q, docs, fractions)
     texts = _fluent([c[0].text for c in space.model.decode(points, n=1, beam=beam) if c], query)
     is_real = real_word_test(space.collection)
     return [t for t in texts if is_real(t)] or texts

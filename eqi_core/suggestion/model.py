@@ -16,7 +16,7 @@ at the predicted points (``decode_suggestions``); candidates that are empty, the
 a content word or use a word outside the collection's vocabulary are dropped, and up to 10 are
 picked by cosine to the nearest point with a penalty for word overlap with those already picked
 (diversity; the paper reports Self-BLEU). No judgments are used. A PRF suggester whose folder holds
-a ``ranker.json`` instead picks from its samples and the feedback walks' decodings with that learned
+a ``ranker.json`` instead picks from its samples and a sample at each feedback-walk point with that learned
 re-ranker (``rerank``; fitted on training queries' judgments, never on an evaluated query's).
 """
 from __future__ import annotations
@@ -384,8 +384,8 @@ FALLBACK = (0.5, 0.75, 1.0, 1.25)  # beam-decoded points on the way to the predi
 class Suggester:
     """A trained suggestion head: ``point`` predicts where a better query lies; ``suggest`` samples
     the decoder there (``decode_suggestions``) for up to 10 distinct natural-language queries, or,
-    for a PRF head with a ``ranker``, lets it pick among those samples and the feedback walks'
-    decodings (``rerank.ranked_suggestions``)."""
+    for a PRF head with a ``ranker``, lets it pick among those samples and a sample at each
+    feedback-walk point (``rerank.ranked_suggestions``)."""
 
     def __init__(self, head: SuggestionHead, card: dict):
         self.head = head
@@ -467,24 +467,48 @@ def sample_pool(space, query: str, q: np.ndarray, target: np.ndarray, seed: int 
     decoding order. Words outside ``collection_lexicon`` are kept only when no candidate is made of
     known words; when no sample is, beam search on the way to the first point (``FALLBACK``) is tried
     before made-up words are shown."""
+    return sample_pool_and_walks(space, query, q, target, None, seed, how)[0]
+
+
+def sample_pool_and_walks(space, query: str, q: np.ndarray, target: np.ndarray, walk_points: np.ndarray | None,
+                          seed: int = 0, how: SuggestionDecoding = DECODING) -> tuple[list[str], list[str]]:
+    """``sample_pool``'s candidates, and one nucleus sample (``how``'s T and p) at each row of
+    ``walk_points`` (``baselines.feedback_walk_points``), filtered alike; in walk order.
+
+    Both are drawn in one batched pass: a suggestion's cost is reading the decoder's weights once
+    per step, not the rows. The walk rows draw from a second random stream, so the samples at
+    ``target`` are ``sample_pool``'s own. A decoder that cannot sample beam-decodes the walk points
+    (beam 4, as the feedback-walks baseline)."""
     model = space.model
     targets = np.atleast_2d(np.asarray(target, dtype=np.float32))
+    walk_points = np.zeros((0, targets.shape[1]), np.float32) if walk_points is None else \
+        np.atleast_2d(np.asarray(walk_points, dtype=np.float32))
 
     def beams(fractions, ends) -> list[str]:
         points = np.concatenate([q[None] + np.array(fractions)[:, None] * (end - q)[None] for end in ends]).astype(np.float32)
         return [c.text for cands in model.decode(points, n=how.per_point, beam=how.beam) for c in cands]
 
     pool = beams(how.fractions, targets) if how.fractions else []
+    walked: list[str] = []
     if how.samples and hasattr(model, "sample_rows"):
         per_point = -(-how.samples // len(targets))
-        pool += [t for row in model.sample_rows(targets, n=per_point, top_p=how.top_p, seed=seed,
-                                                temperature=how.temperature) for t in row]
+        kw = {"top_p": how.top_p, "seed": seed, "temperature": how.temperature}
+        if len(walk_points):
+            drawn = model.sample_rows(np.concatenate([targets, walk_points]),
+                                      n=[per_point] * len(targets) + [1] * len(walk_points), split=len(targets), **kw)
+        else:
+            drawn = model.sample_rows(targets, n=per_point, **kw)
+        pool += [t for row in drawn[:len(targets)] for t in row]
+        walked = [row[0] for row in drawn[len(targets):]]
+    elif len(walk_points):
+        walked = [c[0].text for c in model.decode(walk_points, n=1, beam=4) if c]
     is_real = real_word_test(space.collection)
     texts = _fluent(pool, query)
     if not any(map(is_real, texts)) and not how.fractions:
         texts = _fluent(pool + beams(FALLBACK, targets[:1]), query)
-    real = [t for t in texts if is_real(t)]
-    return real or texts  # made-up words ("nanotechtomic") are kept only when nothing else is left
+    walks = _fluent(walked, query)
+    # made-up words ("nanotechtomic") are kept only when nothing else is left
+    return [t for t in texts if is_real(t)] or texts, [t for t in walks if is_real(t)] or walks
 
 
 def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,

@@ -1,7 +1,8 @@
 """Which candidate suggestions to show: a learned re-ranker (query performance prediction for
 rewrites) over the PRF suggester's pool.
 
-The PRF suggester's samples and the feedback walks' decodings (``baselines.feedback_walk_pool``)
+The PRF suggester's samples and one nucleus sample at each point of the feedback walks
+(``baselines.feedback_walk_points``, drawn in the same batch: ``model.sample_pool_and_walks``)
 form one pool of whole decoder outputs per query. Each candidate is described by what the PRF model
 may see (the query, the ranker's top-5 passages) and by what the candidate itself retrieves: its
 cosines to the query and to each feedback passage, its top-10 scores, how much of the query's top 10
@@ -61,7 +62,7 @@ def candidate_features(space, query: str, q: np.ndarray, feedback: np.ndarray, t
 
 @dataclass
 class CandidatePool:
-    """One query's candidates: the PRF samples, then the feedback walks' decodings not among them."""
+    """One query's candidates: the PRF samples, then the feedback walks' samples not among them."""
     texts: list[str]
     emb: np.ndarray
     features: np.ndarray
@@ -70,11 +71,11 @@ class CandidatePool:
 
 def candidate_pool(space, query: str, q: np.ndarray, feedback: np.ndarray, targets: np.ndarray, seed: int = 0,
                    how=None) -> CandidatePool:
-    from eqi_core.suggestion.baselines import feedback_walk_pool
-    from eqi_core.suggestion.model import DECODING, sample_pool
+    from eqi_core.suggestion.baselines import feedback_walk_points
+    from eqi_core.suggestion.model import DECODING, sample_pool_and_walks
 
-    samples = sample_pool(space, query, q, targets, seed, how or DECODING)
-    walks = feedback_walk_pool(space, query, q, space.ranker.doc_embeddings[np.asarray(feedback)])
+    points = feedback_walk_points(q, space.ranker.doc_embeddings[np.asarray(feedback)])
+    samples, walks = sample_pool_and_walks(space, query, q, targets, points, seed, how or DECODING)
     texts = list(dict.fromkeys(samples + walks))
     if not texts:
         return CandidatePool([], np.zeros((0, q.shape[0]), np.float32), np.zeros((0, len(FEATURES))), np.zeros(0, int))
@@ -190,7 +191,9 @@ def ranked_suggestions(space, query: str, q: np.ndarray, feedback: np.ndarray, t
 
 # -- training -------------------------------------------------------------------------------------------
 POOLS_KIND = "suggestion-pools"
-POOLS_VERSION = 1
+POOLS_VERSION = 2  # 2: the walk candidates are one nucleus sample per walk point (1: beam 4)
+POOL_DESCRIPTION = ("the PRF samples and one nucleus sample at each feedback-walk point (90% of the way "
+                    "to each top-5 passage, then the passage), in one batch")
 
 
 def pool_rows(space, suggester, items, progress: ProgressFn | None = None) -> dict[str, np.ndarray]:

@@ -18,6 +18,7 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     assert at.title[0].value == "Query suggestions"
     assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder
     assert any("Its re-ranker" in c.value and "eqi train-suggestion-ranker" in c.value and "word Jaccard" in c.value
+               and "beam-4 decodings" in c.value and "not refitted" in c.value  # what it was fitted on, and used on
                for c in at.caption)
     table = at.dataframe[0].value
     assert table["model"].iloc[0] == "original query" and table["suggestion"].iloc[0] == "river bank"

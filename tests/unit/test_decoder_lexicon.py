@@ -178,3 +178,22 @@ def test_sampling_drops_finished_rows_without_changing_any_sample():
         assert got == want
         lengths = {len(ids) for row in got for ids in row}
         assert min(lengths) < model.cfg.max_len - 1 and len(lengths) > 2  # rows did finish at different steps
+
+
+def test_sampling_counts_per_row_and_a_split_leave_the_first_rows_as_alone():
+    model = tiny_model(seed=5)
+    emb = torch.nn.functional.normalize(torch.randn(5, 16, generator=torch.Generator().manual_seed(3)), dim=1)
+    starts_a_piece = torch.tensor([j for j, p in enumerate(vocabulary()[1]) if p], dtype=torch.long)
+    for seed in range(3):
+        alone = sample(model, emb[:2], 4, 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30)
+        both = sample(model, emb, [4, 4, 1, 1, 1], 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30,
+                      split=2, split_generator=torch.Generator().manual_seed(seed))
+        assert [len(r) for r in both] == [4, 4, 1, 1, 1] and both[:2] == alone  # the walk rows change nothing before them
+        later = sample(model, emb[2:], 1, 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30)
+        assert both[2:] == later  # and draw as they would alone, from their own stream
+        # one stream for the whole batch is what a split avoids: counts as a list equal an int
+        assert sample(model, emb[:2], [4, 4], 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30) == alone
+    with pytest.raises(ValueError, match="split_generator"):
+        sample(model, emb, 2, 0.95, starts_a_piece, torch.Generator(), split=1)
+    with pytest.raises(ValueError, match="sample counts"):
+        sample(model, emb, [2, 2], 0.95, starts_a_piece, torch.Generator())

@@ -295,6 +295,35 @@ def test_feedback_walks_decode_the_way_to_each_top_passage_in_order(natural_spac
     assert out == [t for t in dict.fromkeys(" ".join(t.split()) for t in decoded) if t in out]  # kept in walk order
 
 
+def test_the_prf_pool_samples_once_at_each_walk_point_in_the_samples_batch(natural_space, monkeypatch):
+    from eqi_core.suggestion.baselines import feedback_walk_points
+    from eqi_core.suggestion.model import sample_pool_and_walks
+
+    space, _ = natural_space
+    asked, sample_rows = [], space.model.sample_rows
+
+    def spy(emb, n, **kw):
+        asked.append((np.array(emb), n, kw.get("split")))
+        return sample_rows(emb, n, **kw)
+
+    monkeypatch.setattr(space.model, "sample_rows", spy)
+    q = space.encode(["river bank"])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    docs = space.ranker.doc_embeddings[fb[0]]
+    half = q + 0.9 * (docs - q)  # by hand: 90% of the way to each passage, then each passage itself
+    points = np.concatenate([half / np.linalg.norm(half, axis=1, keepdims=True), docs])
+    np.testing.assert_allclose(feedback_walk_points(q, docs), points, atol=1e-5)
+    far = space.encode(["a steep slope of land"])[0]
+    samples, walks = sample_pool_and_walks(space, "River  Bank", q, np.stack([far, q]), points, seed=2)
+    (rows, n, split), = asked  # one batched pass
+    assert n == [12, 12] + [1] * len(points) and split == 2 and rows.shape == (2 + len(points), q.shape[0])
+    np.testing.assert_allclose(rows[2:], points, atol=1e-6)
+    drawn = [r[0] for r in sample_rows(rows, n, split=2, seed=2)[2:]]
+    tidy = [" ".join(t.split()) for t in drawn]
+    assert walks == [t for t in dict.fromkeys(tidy) if t in walks] and len(walks) <= len(points)  # walk order kept
+    assert "river bank" not in [" ".join(words(t)) for t in samples + walks]
+
+
 def test_bench_suggest_times_each_method_and_judges_only_the_models(natural_space, tiny_suggester):
     from eqi_core.bench import bench_suggest
 
@@ -438,8 +467,8 @@ def test_cover_first_penalises_word_overlap_by_hand():
 
 
 def test_candidate_pool_features_by_hand(natural_space, tiny_suggester):
-    from eqi_core.suggestion.baselines import feedback_walk_pool
-    from eqi_core.suggestion.model import sample_pool
+    from eqi_core.suggestion.baselines import feedback_walk_points
+    from eqi_core.suggestion.model import sample_pool, sample_pool_and_walks
     from eqi_core.suggestion.rerank import FEATURES, candidate_pool
 
     space, _ = natural_space
@@ -448,8 +477,8 @@ def test_candidate_pool_features_by_hand(natural_space, tiny_suggester):
     docs = space.ranker.doc_embeddings
     targets = tiny_suggester.point(np.concatenate([q[None], docs[fb[0]]]))
     pool = candidate_pool(space, "river bank", q, fb[0], targets, seed=1)
-    samples = sample_pool(space, "river bank", q, targets, 1)
-    walks = feedback_walk_pool(space, "river bank", q, docs[fb[0]])
+    samples, walks = sample_pool_and_walks(space, "river bank", q, targets, feedback_walk_points(q, docs[fb[0]]), 1)
+    assert samples == sample_pool(space, "river bank", q, targets, 1)  # the walk rows leave the samples as they were
     assert pool.texts == list(dict.fromkeys(samples + walks)) and pool.features.shape == (len(pool.texts), len(FEATURES))
     col = {name: pool.features[:, i] for i, name in enumerate(FEATURES)}
     emb = space.encode(pool.texts)
@@ -493,7 +522,8 @@ def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
 def test_a_prf_suggester_with_a_ranker_picks_from_samples_and_walks(natural_space, tiny_suggester, tmp_path):
     import shutil
 
-    from eqi_core.suggestion.baselines import feedback_walk_pool
+    from eqi_core.suggestion.baselines import feedback_walk_points
+    from eqi_core.suggestion.model import sample_pool_and_walks
     from eqi_core.suggestion.rerank import FEATURES, SuggestionRanker
 
     space, _ = natural_space
@@ -506,6 +536,8 @@ def test_a_prf_suggester_with_a_ranker_picks_from_samples_and_walks(natural_spac
     out = sugg.suggest(space, "river bank", n=3)
     q = space.encode(["river bank"])[0]
     _, fb = space.top(q[None], FEEDBACK)
-    walks = feedback_walk_pool(space, "river bank", q, space.ranker.doc_embeddings[fb[0]])
+    docs = space.ranker.doc_embeddings
+    targets = sugg.point(np.concatenate([q[None], docs[fb[0]]]))
+    _, walks = sample_pool_and_walks(space, "river bank", q, targets, feedback_walk_points(q, docs[fb[0]]))
     assert 1 <= len(out) <= 3 and out[0] in walks  # the best score; later picks also weigh coverage
     assert "river bank" not in [" ".join(words(t)) for t in out]
