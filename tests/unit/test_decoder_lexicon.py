@@ -191,7 +191,7 @@ def test_sampling_counts_per_row_and_a_split_leave_the_first_rows_as_alone():
         assert [len(r) for r in both] == [4, 4, 1, 1, 1] and both[:2] == alone  # the walk rows change nothing before them
         later = sample(model, emb[2:], 1, 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30)
         assert both[2:] == later  # and draw as they would alone, from their own stream
-        # one stream for the whole batch is what a split avoids: counts as a list equal an int
+        # counts given as a list sample as the same int does
         assert sample(model, emb[:2], [4, 4], 0.95, starts_a_piece, torch.Generator().manual_seed(seed), top_k=30) == alone
     with pytest.raises(ValueError, match="split_generator"):
         sample(model, emb, 2, 0.95, starts_a_piece, torch.Generator(), split=1)
