@@ -14,6 +14,8 @@ the word embeddings come from the encoder at load time (a hash of its vocabulary
 from __future__ import annotations
 
 import math
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +48,56 @@ class BertDecoderConfig:
     eps: float = 1e-12
 
 
+def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``layer(x)``; when decoding (no gradient, fp32 on the CPU) through numpy's OpenBLAS on a
+    transposed copy of the weights, made once per weight version. torch's CPU products (MKL) run
+    the few-row shapes of decoding 1.3-6x slower than OpenBLAS on the AMD hosts this project runs
+    on (34 rows x 384 -> 1,536: 0.70 ms against 0.53; x 384 -> 26,271 outputs: 15.8 ms against
+    7.2, 2 threads), and decoding is little else; the results agree to float rounding."""
+    if torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
+        return layer(x)
+    return _numpy_product(x, layer, layer.weight, layer.bias)
+
+
+_THREADS_LOCK = threading.Lock()
+_THREADS_SAVED: list[int] = []  # torch's thread count while decoders run, once per nesting level
+
+
+@contextmanager
+def decoding_threads():
+    """torch at one thread while decoding. Its OpenMP workers spin between operations and took the
+    2 cores from the OpenBLAS threads that do the products (``linear``): ten PRF suggestions took
+    9 s with both at 2 threads, 1.4-1.5 s like this (Zen 3 host). Nested and concurrent decodes
+    share one setting, restored when the last one ends."""
+    with _THREADS_LOCK:
+        _THREADS_SAVED.append(torch.get_num_threads())
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            saved = _THREADS_SAVED.pop()
+            if not _THREADS_SAVED:
+                torch.set_num_threads(saved)
+
+
+def _numpy_product(x: torch.Tensor, owner: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x @ weight.T (+ bias) by numpy, the weight's contiguous transpose cached on ``owner`` and
+    made again when the weight or the bias changes (their version counters)."""
+    key = tuple((t.data_ptr(), t._version, tuple(t.shape)) for t in (weight, bias) if t is not None)
+    cached = owner.__dict__.get("_numpy_weight")
+    if cached is None or cached[0] != key:
+        w = weight.detach().numpy()
+        cached = (key, np.ascontiguousarray(w.T),
+                  None if bias is None else bias.detach().numpy().copy())
+        owner.__dict__["_numpy_weight"] = cached
+    _, wt, b = cached
+    out = x.reshape(-1, x.shape[-1]).numpy() @ wt
+    if b is not None:
+        out += b
+    return torch.from_numpy(out).view(*x.shape[:-1], wt.shape[1])
+
+
 class Block(nn.Module):
     """One BERT layer (post-LN), causal, with an optional key/value cache for decoding."""
 
@@ -65,15 +117,15 @@ class Block(nn.Module):
         return x.view(b, t, self.n_heads, h // self.n_heads).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None):
-        q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
+        q, k, v = self._heads(linear(self.query, x)), self._heads(linear(self.key, x)), self._heads(linear(self.value, x))
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         # a new token attends to everything cached; a whole sequence attends causally
         a = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None and x.shape[1] > 1,
                                            dropout_p=self.p if self.training else 0.0)
         a = a.transpose(1, 2).reshape(x.shape)
-        x = self.attn_norm(x + F.dropout(self.attn_out(a), self.p, self.training))
-        x = self.out_norm(x + F.dropout(self.out(F.gelu(self.inter(x))), self.p, self.training))
+        x = self.attn_norm(x + F.dropout(linear(self.attn_out, a), self.p, self.training))
+        x = self.out_norm(x + F.dropout(linear(self.out, F.gelu(linear(self.inter, x))), self.p, self.training))
         return x, (k, v)
 
 
@@ -141,7 +193,7 @@ class BertPrefixDecoder(nn.Module):
         return x + self.pos.weight[start:start + ids.shape[1]]
 
     def _prefix(self, emb: torch.Tensor) -> torch.Tensor:
-        p = self.prefix(emb * math.sqrt(self.cfg.encoder_dim)).view(len(emb), self.cfg.n_prefix, self.cfg.hidden)
+        p = linear(self.prefix, emb * math.sqrt(self.cfg.encoder_dim)).view(len(emb), self.cfg.n_prefix, self.cfg.hidden)
         return p + self.token_type + self.pos.weight[: self.cfg.n_prefix]
 
     def _run(self, x: torch.Tensor, caches=None):
@@ -159,17 +211,13 @@ class BertPrefixDecoder(nn.Module):
         return self._run(x)[0][:, p:]
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
-        """Scores over the output vocabulary (rows of ``out_ids``). Decoding (no gradient) multiplies
-        by a transposed copy of the output rows, made once: a few rows against 26k is bound by
-        reading that matrix, and read in order it took 0.82-0.90 s per ten suggestions against
-        0.97-1.15 s (same outputs, `eqi bench suggest`'s path)."""
-        z = self.head_out(self.head_norm(F.gelu(self.head(h))))
-        if torch.is_grad_enabled():
+        """Scores over the output vocabulary (rows of ``out_ids``). Decoding multiplies by a
+        transposed copy of the output rows, made once (``linear``): a few rows against 26k is
+        bound by reading that matrix, and read in order it is faster."""
+        z = self.head_out(self.head_norm(F.gelu(linear(self.head, h))))
+        if torch.is_grad_enabled() or z.device.type != "cpu" or z.dtype != torch.float32:
             return z @ self.out_emb.T + self.out_bias
-        cached = getattr(self, "_out_emb_t", None)
-        if cached is None or cached.device != self.out_emb.device or cached.shape[::-1] != self.out_emb.shape:
-            self._out_emb_t = cached = self.out_emb.T.contiguous()
-        return z @ cached + self.out_bias
+        return _numpy_product(z, self, self.out_emb, self.out_bias)
 
     def loss(self, emb: torch.Tensor, ids: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher-forced cross-entropy; ``ids`` = [BOS, t1..tn, EOS, PAD...]; ``inputs``: the tokens
@@ -199,6 +247,7 @@ def reorder(caches, index: torch.Tensor):
 
 
 @torch.no_grad()
+@decoding_threads()
 def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
                 no_repeat: torch.Tensor, length_penalty: float = 0.6,
                 constraint=None) -> list[list[tuple[list[int], float]]]:
@@ -288,6 +337,7 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
 
 
 @torch.no_grad()
+@decoding_threads()
 def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_p: float, first_banned: torch.Tensor,
            generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
            constraint=None, split: int | None = None,
@@ -330,8 +380,7 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_
         keep = sp.cumsum(-1) - sp < top_p
         if constraint is not None:
             live = rows.tolist()
-            keep = _constrained_nucleus(keep, si, top > -1e8, torch.ones(len(live), dtype=torch.bool),
-                                        [states[r] for r in live], constraint)
+            keep = _constrained_nucleus(keep, si, top > -1e8, [states[r] for r in live], constraint)
         sp = sp * keep
         sp = torch.where(sp.sum(-1, keepdim=True) > 0, sp, keep.float())  # allowed tokens too unlikely to register
         every = torch.zeros(total, k)
@@ -370,30 +419,29 @@ def _without_bad_last_word(seq: list[int], state, constraint) -> list[int]:
     return seq[:starts[-1]] if len(starts) > 1 else seq
 
 
-def _constrained_nucleus(keep: torch.Tensor, si: torch.Tensor, possible: torch.Tensor, alive: torch.Tensor,
-                         states: list, constraint) -> torch.Tensor:
+def _constrained_nucleus(keep: torch.Tensor, si: torch.Tensor, possible: torch.Tensor, states: list,
+                         constraint) -> torch.Tensor:
     """The nucleus without the tokens the constraint forbids; where none is left, the allowed
     tokens of the whole top-k (of those ``possible``: not banned); where none is allowed at all,
-    the nucleus unchanged."""
-    keep = keep.clone()
-    toks_all, keep_all, possible_all = si.tolist(), keep.tolist(), possible.tolist()
-    for r in range(len(keep)):
-        if not alive[r]:
+    the nucleus unchanged. ``si`` is sorted by probability, so each row's nucleus is a prefix of
+    it: only those tokens are read (the whole top-k only in the rare fallback)."""
+    out = keep.numpy().copy()
+    sizes = keep.sum(1).tolist()
+    nucleus = si[:, :max(sizes, default=0)].tolist()
+    for r, m in enumerate(sizes):
+        ok = constraint.allowed_rows(states[r], nucleus[r][:m])
+        if any(ok):
+            for c, fine in enumerate(ok):
+                if not fine:
+                    out[r, c] = False
             continue
-        toks = toks_all[r]
-        inside = [c for c, kept in enumerate(keep_all[r]) if kept]
-        ok = constraint.allowed_rows(states[r], [toks[c] for c in inside])
-        bad = [c for c, fine in zip(inside, ok) if not fine]
-        if len(bad) < len(inside):
-            keep[r, bad] = False
-            continue
-        seen = set(inside)
-        rest = [c for c, can in enumerate(possible_all[r]) if can and c not in seen]
+        toks, can = si[r].tolist(), possible[r].tolist()
+        rest = [c for c in range(m, len(toks)) if can[c]]
         allowed = [c for c, fine in zip(rest, constraint.allowed_rows(states[r], [toks[c] for c in rest])) if fine]
         if allowed:
-            keep[r] = False
-            keep[r, allowed] = True
-    return keep
+            out[r] = False
+            out[r, allowed] = True
+    return torch.from_numpy(out)
 
 
 def token_ids_used(tokenizer, texts, special: list[int]) -> np.ndarray:

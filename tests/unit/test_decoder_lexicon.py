@@ -197,3 +197,28 @@ def test_sampling_counts_per_row_and_a_split_leave_the_first_rows_as_alone():
         sample(model, emb, 2, 0.95, starts_a_piece, torch.Generator(), split=1)
     with pytest.raises(ValueError, match="sample counts"):
         sample(model, emb, [2, 2], 0.95, starts_a_piece, torch.Generator())
+
+
+def test_constrained_nucleus_hand_cases():
+    """Each row's nucleus is a prefix of its top-k: forbidden tokens leave it; a row whose nucleus
+    is all forbidden takes the allowed tokens of the rest of its top-k (not the banned ones); a row
+    with nothing allowed keeps its nucleus."""
+    from eqi_core.decoder.bert import _constrained_nucleus
+
+    c = constraint()
+    pieces, _ = vocabulary()
+    row = {p: pieces.index(p) for p in ("cat", "s", "x", "zz", "ning", "dog", "[SEP]")}
+    cat = c.advance(c.start(), row["cat"])  # spelling "cat": "cats" may follow, "catx"/"catzz" may not
+    si = torch.tensor([[row["s"], row["x"], row["dog"], row["zz"]],
+                       [row["x"], row["zz"], row["s"], row["ning"]],
+                       [row["x"], row["zz"], row["s"], row["ning"]],
+                       [row["x"], row["zz"], row["ning"], row["ning"]]])
+    keep = torch.tensor([[True, True, True, False], [True, True, False, False],
+                         [True, True, False, False], [True, False, False, False]])
+    possible = torch.tensor([[True] * 4, [True] * 4, [True, True, False, True], [True] * 4])
+    got = _constrained_nucleus(keep, si, possible, [cat] * 4, c)
+    assert got.tolist() == [[True, False, True, False],  # "catx" left the nucleus
+                            [False, False, True, False],  # all forbidden: "cats" from the rest of the top-k
+                            [True, True, False, False],  # "cats" is banned there and "catning" unknown: unchanged
+                            [True, False, False, False]]  # nothing allowed anywhere: unchanged
+    assert keep[0].tolist() == [True, True, True, False]  # the input is not changed in place
