@@ -49,35 +49,38 @@ class BertDecoderConfig:
 
 
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``layer(x)``; when decoding (no gradient, fp32 on the CPU) through numpy's OpenBLAS on a
-    transposed copy of the weights, made once per weight version. torch's CPU products (MKL) run
-    the few-row shapes of decoding 1.3-6x slower than OpenBLAS on the AMD hosts this project runs
-    on (34 rows x 384 -> 1,536: 0.70 ms against 0.53; x 384 -> 26,271 outputs: 15.8 ms against
-    7.2, 2 threads), and decoding is little else; the results agree to float rounding."""
-    if torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
+    """``layer(x)``; inside ``openblas_products`` (sampling: no gradient, fp32 on the CPU) through
+    numpy's OpenBLAS on a transposed copy of the weights, made once per weight version. torch's
+    CPU products (MKL) run the few-row shapes of sampling 1.3-6x slower than OpenBLAS on the AMD
+    hosts this project runs on (34 rows x 384 -> 1,536: 0.70 ms against 0.53; x 384 -> 26,271
+    outputs: 15.8 ms against 7.2, 2 threads); the results agree to float rounding."""
+    if not _OPENBLAS_DEPTH or torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
         return layer(x)
     return _numpy_product(x, layer, layer.weight, layer.bias)
 
 
-_THREADS_LOCK = threading.Lock()
-_THREADS_SAVED: list[int] = []  # torch's thread count while decoders run, once per nesting level
+_OPENBLAS_LOCK = threading.Lock()
+_OPENBLAS_DEPTH: list[int] = []  # torch's thread count on entry, once per nesting level (empty: off)
 
 
 @contextmanager
-def decoding_threads():
-    """torch at one thread while decoding. Its OpenMP workers spin between operations and took the
-    2 cores from the OpenBLAS threads that do the products (``linear``): ten PRF suggestions took
-    9 s with both at 2 threads, 1.4-1.5 s like this (Zen 3 host). Nested and concurrent decodes
-    share one setting, restored when the last one ends."""
-    with _THREADS_LOCK:
-        _THREADS_SAVED.append(torch.get_num_threads())
+def openblas_products():
+    """The decoder's products through numpy (``linear``) and torch at one thread, for sampling's
+    few rows per step. torch's OpenMP workers spin between operations and took the 2 cores from
+    OpenBLAS's threads: ten PRF suggestions took 9 s with both at 2 threads, 1.4-1.5 s like this
+    against 1.5-1.6 s with torch alone (Zen 3 host). Beam search keeps torch at 2 threads: its
+    hundreds of rows per step (one batch of 60 texts at beam 8: 13.1 s against 23.4 s) and its
+    top-k over beam x 26k scores each want both. Nested and concurrent uses share one setting,
+    restored when the last one ends."""
+    with _OPENBLAS_LOCK:
+        _OPENBLAS_DEPTH.append(torch.get_num_threads())
         torch.set_num_threads(1)
     try:
         yield
     finally:
-        with _THREADS_LOCK:
-            saved = _THREADS_SAVED.pop()
-            if not _THREADS_SAVED:
+        with _OPENBLAS_LOCK:
+            saved = _OPENBLAS_DEPTH.pop()
+            if not _OPENBLAS_DEPTH:
                 torch.set_num_threads(saved)
 
 
@@ -211,13 +214,20 @@ class BertPrefixDecoder(nn.Module):
         return self._run(x)[0][:, p:]
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
-        """Scores over the output vocabulary (rows of ``out_ids``). Decoding multiplies by a
-        transposed copy of the output rows, made once (``linear``): a few rows against 26k is
-        bound by reading that matrix, and read in order it is faster."""
+        """Scores over the output vocabulary (rows of ``out_ids``). Decoding (no gradient) multiplies
+        by a transposed copy of the output rows, made once: a few rows against 26k is bound by
+        reading that matrix, and read in order it took 0.82-0.90 s per ten suggestions against
+        0.97-1.15 s (same outputs, `eqi bench suggest`'s path); sampling does it through numpy
+        (``openblas_products``)."""
         z = self.head_out(self.head_norm(F.gelu(linear(self.head, h))))
-        if torch.is_grad_enabled() or z.device.type != "cpu" or z.dtype != torch.float32:
+        if torch.is_grad_enabled():
             return z @ self.out_emb.T + self.out_bias
-        return _numpy_product(z, self, self.out_emb, self.out_bias)
+        if _OPENBLAS_DEPTH and z.device.type == "cpu" and z.dtype == torch.float32:
+            return _numpy_product(z, self, self.out_emb, self.out_bias)
+        cached = getattr(self, "_out_emb_t", None)
+        if cached is None or cached.device != self.out_emb.device or cached.shape[::-1] != self.out_emb.shape:
+            self._out_emb_t = cached = self.out_emb.T.contiguous()
+        return z @ cached + self.out_bias
 
     def loss(self, emb: torch.Tensor, ids: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher-forced cross-entropy; ``ids`` = [BOS, t1..tn, EOS, PAD...]; ``inputs``: the tokens
@@ -247,7 +257,6 @@ def reorder(caches, index: torch.Tensor):
 
 
 @torch.no_grad()
-@decoding_threads()
 def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
                 no_repeat: torch.Tensor, length_penalty: float = 0.6,
                 constraint=None) -> list[list[tuple[list[int], float]]]:
@@ -337,7 +346,7 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
 
 
 @torch.no_grad()
-@decoding_threads()
+@openblas_products()
 def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_p: float, first_banned: torch.Tensor,
            generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
            constraint=None, split: int | None = None,

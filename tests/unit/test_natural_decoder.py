@@ -296,29 +296,30 @@ def test_second_stage_starts_from_the_trained_decoder(tmp_path):
     assert isinstance(result.exception, DataError) and "only the natural decoder" in str(result.exception)
 
 
-def test_decoding_products_agree_with_torch_and_follow_weight_changes():
-    """Without a gradient the decoder's products run through numpy on cached transposed weights:
-    the same log-probabilities as torch's own products, and a weight changed in place is seen."""
-    from eqi_core.decoder.bert import decoding_threads
+def test_sampling_products_agree_with_torch_and_follow_weight_changes():
+    """Inside ``openblas_products`` (sampling) the decoder's products run through numpy on cached
+    transposed weights: the same log-probabilities as torch's own products, and a weight changed in
+    place is seen; torch runs at one thread there and gets its own count back after."""
+    from eqi_core.decoder.bert import openblas_products
 
     model = tiny_model()
     emb = torch.nn.functional.normalize(torch.randn(3, 16, generator=torch.Generator().manual_seed(4)), dim=1)
     seq = torch.tensor([[1, 5, 9, 7], [1, 3, 3, 4], [1, 8, 6, 5]])
-    torch_path = torch.log_softmax(model.logits(model.hidden(emb, seq)), dim=-1)  # gradient on: torch
-    with torch.no_grad():
-        numpy_path = torch.log_softmax(model.logits(model.hidden(emb, seq)), dim=-1)
-        torch.testing.assert_close(numpy_path, torch_path.detach(), atol=1e-5, rtol=1e-5)
-        model.blocks[0].inter.weight.mul_(2.0)
-        model.out_bias.add_(1.0)  # shifts every score alike: log-probabilities unchanged, scores not
-        changed = torch.log_softmax(model.logits(model.hidden(emb, seq)), dim=-1)
-        assert (changed - numpy_path).abs().max() > 1e-3
-        raw = model.logits(model.hidden(emb, seq))
-    torch.testing.assert_close(changed, torch.log_softmax(model.logits(model.hidden(emb, seq)), dim=-1).detach(),
-                               atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(raw, model.logits(model.hidden(emb, seq)).detach(), atol=1e-5, rtol=1e-5)
+
+    def logp():
+        return torch.log_softmax(model.logits(model.hidden(emb, seq)), dim=-1)
+
+    torch_path = logp().detach()  # gradient on: torch's products
     before = torch.get_num_threads()
-    with decoding_threads():
-        with decoding_threads():
+    with torch.no_grad(), openblas_products():
+        numpy_path = logp()
+        torch.testing.assert_close(numpy_path, torch_path, atol=1e-5, rtol=1e-5)
+        model.blocks[0].inter.weight.mul_(2.0)
+        model.out_bias.add_(torch.linspace(0, 1, len(model.out_bias)))
+        changed = logp()
+        assert (changed - numpy_path).abs().max() > 1e-3
+        with openblas_products():
             assert torch.get_num_threads() == 1
-        assert torch.get_num_threads() == 1  # the outer decode still runs
+        assert torch.get_num_threads() == 1  # the outer use still runs
     assert torch.get_num_threads() == before
+    torch.testing.assert_close(changed, logp().detach(), atol=1e-5, rtol=1e-5)
