@@ -20,7 +20,7 @@ from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
 from eqi_core.progress import tqdm_progress
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_dimension, load_encoder, ranker_spec, run_all_queries
 from eqi_core.store import ArtifactStore, atomic_copy, atomic_path, atomic_write
-from eqi_core.suggestion.rerank import PICK_PENALTY
+from eqi_core.suggestion.rerank import PICK_PENALTY, POOL_SAMPLES
 
 app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -784,6 +784,8 @@ def train_suggestion_ranker_cmd(
     pick_penalty: float = typer.Option(PICK_PENALTY, "--pick-penalty",
                                        help="word-overlap penalty of the pick (0: by score alone)"),
     export: Path | None = typer.Option(None, "--export", help="folder for ranker.json (default: the PRF suggester's own)"),
+    pool_samples: int = typer.Option(POOL_SAMPLES, "--pool-samples", min=1, help="nucleus samples at the predicted points "
+                                     "in each pool (shared out among them), for fitting and, via ranker.json, for suggesting"),
 ) -> None:
     """Fit the PRF suggester's candidate re-ranker: pools (its samples + a sample at each feedback-walk point)
     for training queries,
@@ -812,12 +814,14 @@ def train_suggestion_ranker_cmd(
         if not items:
             raise DataError(f"{spec}: no judged training queries to fit the ranker on")
         pools[space.collection.name] = training_pools(space, sugg, items, _store(),
-                                                      tqdm_progress(f"candidate pools ({space.collection.name})", "query"))
+                                                      tqdm_progress(f"candidate pools ({space.collection.name})", "query"),
+                                                      pool_samples)
         counts[space.collection.name] = {"queries": len(items), "candidates": len(pools[space.collection.name]["gain"])}
     ranker = fit_pools(pools, target)
-    ranker.pick_penalty = pick_penalty
+    ranker.pick_penalty, ranker.samples = pick_penalty, pool_samples
     folder = export or Path(sugg.card["_folder"])
-    card = {"trained_on": counts, "pools": {"version": POOLS_VERSION, "candidates": POOL_DESCRIPTION},
+    card = {"trained_on": counts, "pools": {"version": POOLS_VERSION, "candidates": POOL_DESCRIPTION,
+                                            "samples": pool_samples},
             "suggester_weights_sha256": file_sha256(Path(sugg.card["_folder"]) / "suggester.safetensors"),
             "target": f"{target}: {TARGETS[target]}, centred per query (ridge regression)",
             "pick": ("descending score, each round a different first passage (cover_first)" if not pick_penalty else
@@ -871,6 +875,9 @@ def eval_suggestions_cmd(
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary.csv, lists.jsonl and summary.json here"),
     write_card: list[Path] = typer.Option([], "--write-card", help="also store the table in these suggester folders' "
                                           "card.json (rows of the same collections replaced); the page shows it"),
+    only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, sampling, "
+                                    "centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
+                                    "run's lists.jsonl in --output-dir (same collections, queries and seed)"),
 ) -> None:
     """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
     feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
@@ -878,9 +885,33 @@ def eval_suggestions_cmd(
 
     from eqi_core.decoder.natural_eval import corpus_for, real_words
     from eqi_core.rankers import load_encoder
-    from eqi_core.suggestion.evaluate import evaluation_items, score_lists, suggestion_lists, summary
+    from eqi_core.suggestion.evaluate import (
+        METHOD_KEYS,
+        evaluation_items,
+        merge_rerun,
+        score_lists,
+        suggestion_lists,
+        summary,
+    )
     from eqi_core.suggestion.model import find_suggester
 
+    rerun, earlier = None, None
+    if only:
+        keys = [k.strip() for k in only.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in METHOD_KEYS]
+        if unknown or not keys:
+            raise DataError(f"--only {only}: expected some of {', '.join(METHOD_KEYS)}")
+        rerun = {METHOD_KEYS[k] for k in keys}
+        source = (output_dir or Path(".")) / "lists.jsonl"
+        if output_dir is None or not source.is_file():
+            raise DataError(f"--only: {source} not found: --output-dir must hold an earlier run's lists.jsonl")
+        try:
+            earlier = pd.read_json(source, lines=True, dtype=False, convert_dates=False)
+        except ValueError as exc:
+            raise DataError(f"{source}: not a lists.jsonl of eqi eval-suggestions ({exc})") from None
+        if not {"collection", "query_id", "method", "suggestions", "best@10"} <= set(earlier.columns):
+            raise DataError(f"{source}: expected the columns of eqi eval-suggestions' lists.jsonl "
+                            "(collection, query_id, method, suggestions, best@k...)")
     enc = load_encoder(encoder)
     suggesters = {k: find_suggester(k, enc, _store()) for k in ("plain", "prf")}
     root = data or _shared_data()
@@ -894,7 +925,10 @@ def eval_suggestions_cmd(
             raise DataError(f"{spec}: no judged held-out queries to evaluate on (try --all-queries for a collection "
                             "never used in training)")
         scored = score_lists(space, suggestion_lists(space, items, suggesters, tqdm_progress(f"suggesting ({space.collection.name})", "query"),
-                                                     oracle=oracle))
+                                                     oracle=oracle, only=rerun))
+        if earlier is not None:
+            scored = merge_rerun(earlier[earlier["collection"] == space.collection.name].drop(columns="collection"),
+                                 scored, items, f"{output_dir / 'lists.jsonl'} ({space.collection.name})")
         tables.append(summary(scored, lexicon).assign(collection=space.collection.name))
         lists.append(scored.assign(collection=space.collection.name))
     table = pd.concat(tables, ignore_index=True)
@@ -917,7 +951,8 @@ def eval_suggestions_cmd(
         ranker = suggesters["prf"].ranker
         if ranker is not None:
             penalty = f", word-overlap penalty {ranker.pick_penalty:g}" if ranker.pick_penalty else ""
-            decoding += f"; PRF picked by its re-ranker (+ a sample at each feedback-walk point{penalty})"
+            decoding += (f"; PRF picked by its re-ranker from {ranker.samples or DECODING.samples} samples "
+                         f"(+ a sample at each feedback-walk point{penalty})")
         card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list

@@ -129,7 +129,8 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
         pools = ranker.get("pools") or {}
         fitted = ", ".join(f"{name} ({c.get('queries', 0):,} queries, {c.get('candidates', 0):,} candidates)"
                            for name, c in ranker.get("trained_on", {}).items())
-        st.caption(f"**Its re-ranker** picks the PRF suggestions from its samples and a sample at each feedback-walk point: "
+        samples = f"{ranker['pool_samples']} samples at the predicted points" if ranker.get("pool_samples") else "its samples"
+        st.caption(f"**Its re-ranker** picks the PRF suggestions from {samples} and a sample at each feedback-walk point: "
                    f"a linear model of each candidate ({ranker.get('target', 'its nDCG@10 gain over the query')}), "
                    f"fitted on training queries of "
                    f"{fitted} by `{ranker.get('command', '')}`; {ranker.get('pick', '')}."

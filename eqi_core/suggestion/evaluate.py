@@ -23,6 +23,8 @@ is better on most queries, so the paired difference is the test that can tell th
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
@@ -71,20 +73,27 @@ def evaluation_items(space, query_ids: list[str], limit: int, seed: int = 0) -> 
     return [(q, texts[q], space.gold_passage(q)) for q in pick]
 
 
+# ``eqi eval-suggestions --only`` names methods by these keys
+METHOD_KEYS = {"rm3": "RM3", "sampling": "Sampling+QD", "centroid": CENTROID, "walks": FEEDBACK_WALKS,
+               "plain": "suggester (plain)", "prf": "suggester (PRF)", "oracle": ORACLE}
+
+
 def suggestion_lists(space, items, suggesters: dict, progress: ProgressFn | None = None, epsilon: float = 0.4,
-                     oracle: bool = True) -> pd.DataFrame:
-    """One row per (query, method) with its suggestions in order."""
+                     oracle: bool = True, only: set[str] | None = None) -> pd.DataFrame:
+    """One row per (query, method) with its suggestions in order; ``only``: these methods (labels of
+    ``METHOD_ORDER``) and no other."""
     rows = []
     for i, (qid, text, gold) in enumerate(items):
-        methods = {"RM3": rm3_suggestions(space, text, MAX_SUGGESTIONS),
-                   "Sampling+QD": sampling_suggestions(space, text, MAX_SUGGESTIONS, epsilon, seed=i),
-                   CENTROID: centroid_suggestions(space, text, seed=i),
-                   FEEDBACK_WALKS: feedback_walk_suggestions(space, text, MAX_SUGGESTIONS)}
+        makers = {"RM3": partial(rm3_suggestions, space, text, MAX_SUGGESTIONS),
+                  "Sampling+QD": partial(sampling_suggestions, space, text, MAX_SUGGESTIONS, epsilon, seed=i),
+                  CENTROID: partial(centroid_suggestions, space, text, seed=i),
+                  FEEDBACK_WALKS: partial(feedback_walk_suggestions, space, text, MAX_SUGGESTIONS)}
         for sugg in suggesters.values():
-            methods[sugg.label] = sugg.suggest(space, text, seed=i)
+            makers[sugg.label] = partial(sugg.suggest, space, text, seed=i)
         if oracle:
-            methods[ORACLE] = oracle_suggestions(space, text, gold)
-        rows += [{"query_id": qid, "query": text, "gold": gold, "method": m, "suggestions": s} for m, s in methods.items()]
+            makers[ORACLE] = partial(oracle_suggestions, space, text, gold)
+        rows += [{"query_id": qid, "query": text, "gold": gold, "method": m, "suggestions": make()}
+                 for m, make in makers.items() if only is None or m in only]
         if progress:
             progress(i + 1, len(items))
     return pd.DataFrame(rows)
@@ -104,6 +113,25 @@ def score_lists(space, lists: pd.DataFrame) -> pd.DataFrame:
         out.append({**row.to_dict(), "original": orig, "ndcg10": scores,
                     **{f"best@{k}": v for k, v in best_of(orig, scores).items()}})
     return pd.DataFrame(out)
+
+
+def merge_rerun(earlier: pd.DataFrame, rerun: pd.DataFrame, items, source: str) -> pd.DataFrame:
+    """``earlier``'s scored lists (one collection, from a run's lists.jsonl) with the methods of
+    ``rerun`` replaced by its rows; the earlier run must have been on exactly ``items``' queries."""
+    from eqi_core.errors import DataError
+
+    asked = [str(q) for q, _, _ in items]
+    found = list(dict.fromkeys(earlier["query_id"].astype(str)))
+    if found != asked:
+        raise DataError(f"{source}: its lists are for {len(found)} other queries than this run's {len(asked)} "
+                        "(another --queries, --seed or --all-queries?); run without --only")
+    kept = earlier[~earlier["method"].isin(set(rerun["method"]))].assign(query_id=lambda f: f["query_id"].astype(str))
+    kept = kept.astype({c: float for c in kept.columns if c == "original" or c.startswith("best@")})
+    merged = pd.concat([kept, rerun], ignore_index=True)
+    rank = {q: i for i, q in enumerate(asked)}
+    order = {m: i for i, m in enumerate(METHOD_ORDER)}
+    return merged.sort_values(["query_id", "method"], key=lambda c: c.map(rank if c.name == "query_id" else order),
+                              kind="stable", ignore_index=True)
 
 
 def bootstrap_mean_ci(x: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:

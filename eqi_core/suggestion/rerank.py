@@ -37,6 +37,12 @@ RANKER_FILE = "ranker.json"
 # of 0, .25, .5, 1, 2, 3, 4, 6, 8, 16 whose mean best-of-1/3/5/10 over both sets is within .002 of
 # the pick by score alone. 4: the same mean (.397), Self-BLEU .174 -> .152 and .252 -> .211.
 PICK_PENALTY = 4.0
+# Nucleus samples at the PRF model's predicted points in the pool (shared out among the five points,
+# rounded up: 10 is two at each), chosen the same way on the same development queries; mean
+# best-of-1/3/5/10 over both sets by samples asked (drawn), the feedback walks' ten samples beside
+# each: 5 (5): .404, 10 (10): .407, 12 (15): .405, 16 (20): .401, 24 (25; the decoding's default,
+# used until 2026-11-26): .401, 36 (40): .395.
+POOL_SAMPLES = 10
 
 
 def candidate_features(space, query: str, q: np.ndarray, feedback: np.ndarray, texts: list[str],
@@ -69,14 +75,38 @@ class CandidatePool:
     top1: np.ndarray  # each candidate's first passage (index), for the pick's coverage
 
 
-def candidate_pool(space, query: str, q: np.ndarray, feedback: np.ndarray, targets: np.ndarray, seed: int = 0,
-                   how=None) -> CandidatePool:
-    from eqi_core.suggestion.baselines import feedback_walk_points
-    from eqi_core.suggestion.model import DECODING, sample_pool_and_walks
+def pool_decoding(samples: int | None, how=None):
+    """``how`` (default: the suggesters' ``DECODING``) with ``samples`` at the predicted points, if given."""
+    from dataclasses import replace
 
+    from eqi_core.suggestion.model import DECODING
+
+    how = how or DECODING
+    return replace(how, samples=samples) if samples else how
+
+
+TOP_UP_SEED = 1_000_000  # added to the query's seed for the top-up's draws (another stream than the pool's)
+
+
+def candidate_pool(space, query: str, q: np.ndarray, feedback: np.ndarray, targets: np.ndarray, seed: int = 0,
+                   how=None, least: int = 0) -> CandidatePool:
+    """The samples at ``targets`` (``how``) and at the feedback walks' points, filtered, with their
+    features. A pool of fewer than ``least`` candidates (the samples repeat each other or the query,
+    or leave the vocabulary) is topped up with samples up to the decoding's default number, drawn
+    from another stream, so that a smaller pool costs no suggestions."""
+    from dataclasses import replace
+
+    from eqi_core.suggestion.baselines import feedback_walk_points
+    from eqi_core.suggestion.model import DECODING, sample_pool, sample_pool_and_walks
+
+    how = how or DECODING
     points = feedback_walk_points(q, space.ranker.doc_embeddings[np.asarray(feedback)])
-    samples, walks = sample_pool_and_walks(space, query, q, targets, points, seed, how or DECODING)
+    samples, walks = sample_pool_and_walks(space, query, q, targets, points, seed, how)
     texts = list(dict.fromkeys(samples + walks))
+    if len(texts) < least and how.samples < DECODING.samples:
+        samples += sample_pool(space, query, q, targets, seed + TOP_UP_SEED,
+                               replace(how, samples=DECODING.samples - how.samples))
+        texts = list(dict.fromkeys(samples + walks))
     if not texts:
         return CandidatePool([], np.zeros((0, q.shape[0]), np.float32), np.zeros((0, len(FEATURES))), np.zeros(0, int))
     sampled = set(samples)
@@ -124,6 +154,7 @@ class SuggestionRanker:
     features: tuple[str, ...] = FEATURES
     card: dict | None = None
     pick_penalty: float = 0.0  # ``cover_first``'s word-overlap penalty; 0 in files from before it existed
+    samples: int | None = None  # samples at the predicted points in the pool; None (older files): the decoding's
 
     def score(self, x: np.ndarray) -> np.ndarray:
         return (np.asarray(x, dtype=np.float64) / self.scale) @ self.weights
@@ -134,7 +165,9 @@ class SuggestionRanker:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / RANKER_FILE, json.dumps({"features": list(self.features), "scale": self.scale.tolist(),
                                                        "weights": self.weights.tolist(), **card,
-                                                       "pick_penalty": self.pick_penalty}, indent=1))
+                                                       "pick_penalty": self.pick_penalty,
+                                                       **({"pool_samples": self.samples} if self.samples else {})},
+                                                      indent=1))
 
 
 def load_ranker(folder: Path) -> SuggestionRanker | None:
@@ -147,6 +180,7 @@ def load_ranker(folder: Path) -> SuggestionRanker | None:
         weights, scale = np.array(data["weights"], dtype=np.float64), np.array(data["scale"], dtype=np.float64)
         names = tuple(data["features"])
         penalty = float(data.get("pick_penalty", 0.0))
+        samples = data.get("pool_samples")
     except (ValueError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: not a suggestion re-ranker ({type(exc).__name__}: {exc})") from None
     if names != FEATURES or weights.shape != (len(FEATURES),) or scale.shape != weights.shape or (scale <= 0).any():
@@ -154,8 +188,10 @@ def load_ranker(folder: Path) -> SuggestionRanker | None:
                         f"{', '.join(FEATURES)}")
     if not penalty >= 0:
         raise DataError(f"{path}: pick_penalty {data['pick_penalty']!r}: expected a number >= 0")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
+        raise DataError(f"{path}: pool_samples {samples!r}: expected a whole number >= 1")
     return SuggestionRanker(weights, scale, names, {k: v for k, v in data.items() if k not in ("weights", "scale")},
-                            penalty)
+                            penalty, samples)
 
 
 def fit_ranker(x: np.ndarray, gain: np.ndarray, group: np.ndarray, ridge: float = 1.0) -> SuggestionRanker:
@@ -181,8 +217,9 @@ def fit_ranker(x: np.ndarray, gain: np.ndarray, group: np.ndarray, ridge: float 
 def ranked_suggestions(space, query: str, q: np.ndarray, feedback: np.ndarray, targets: np.ndarray,
                        ranker: SuggestionRanker, n: int, seed: int = 0, how=None) -> list[str]:
     """Up to ``n`` of the pool's candidates, by the ranker's score, covering different first passages
-    first, penalising word overlap with earlier picks as the ranker says (``cover_first``)."""
-    pool = candidate_pool(space, query, q, feedback, targets, seed, how)
+    first, penalising word overlap with earlier picks as the ranker says (``cover_first``); the pool has
+    the ranker's number of samples at the predicted points (``pool_decoding``)."""
+    pool = candidate_pool(space, query, q, feedback, targets, seed, pool_decoding(ranker.samples, how), least=n)
     if not pool.texts:
         return []
     picks = cover_first(ranker.score(pool.features), pool.top1, n, pool.texts, ranker.pick_penalty)
@@ -191,20 +228,26 @@ def ranked_suggestions(space, query: str, q: np.ndarray, feedback: np.ndarray, t
 
 # -- training -------------------------------------------------------------------------------------------
 POOLS_KIND = "suggestion-pools"
-POOLS_VERSION = 2  # 2: the walk candidates are one nucleus sample per walk point (1: beam 4)
+POOLS_VERSION = 3  # 3: pools of fewer than 10 topped up (2: without; 1: the walks beam-decoded, beam 4)
 POOL_DESCRIPTION = ("the PRF samples and one nucleus sample at each feedback-walk point (90% of the way "
-                    "to each top-5 passage, then the passage), in one batch")
+                    "to each top-5 passage, then the passage), in one batch; topped up with samples when fewer "
+                    "than 10 candidates are left")
 
 
-def pool_rows(space, suggester, items, progress: ProgressFn | None = None) -> dict[str, np.ndarray]:
+def pool_rows(space, suggester, items, progress: ProgressFn | None = None,
+              samples: int = POOL_SAMPLES) -> dict[str, np.ndarray]:
     """Each item's (query_id, text, gold) pool, as ``suggest`` would make it with seed = the item's
-    position: features and each candidate's nDCG@10 gain over the query (the query's judgments)."""
+    position and ``samples`` at the predicted points: features and each candidate's nDCG@10 gain over
+    the query (the query's judgments)."""
+    from eqi_core.suggestion.model import MAX_SUGGESTIONS
+
     xs, gains, groups = [], [], []
     docs = space.ranker.doc_embeddings
     for i, (qid, text, gold) in enumerate(items):
         q = space.encode([text])[0]
         _, fb = space.top(q[None], FEEDBACK)
-        pool = candidate_pool(space, text, q, fb[0], suggester.point(np.concatenate([q[None], docs[fb[0]]])), seed=i)
+        pool = candidate_pool(space, text, q, fb[0], suggester.point(np.concatenate([q[None], docs[fb[0]]])), seed=i,
+                              how=pool_decoding(samples), least=MAX_SUGGESTIONS)
         if pool.texts:
             qrels = space.qrels_for(qid, gold)
             orig = float(space.ndcg10(q[None], [qrels])[0])
@@ -218,17 +261,19 @@ def pool_rows(space, suggester, items, progress: ProgressFn | None = None) -> di
             "group": np.concatenate(groups) if groups else np.zeros(0, int)}
 
 
-def training_pools(space, suggester, items, store, progress: ProgressFn | None = None) -> dict[str, np.ndarray]:
+def training_pools(space, suggester, items, store, progress: ProgressFn | None = None,
+                   samples: int = POOL_SAMPLES) -> dict[str, np.ndarray]:
     """``pool_rows`` for one collection's training items, kept in the store (a rerun loads them)."""
     from eqi_core.store import content_digest, file_sha256
 
     weights = Path(suggester.card["_folder"]) / "suggester.safetensors"
     params = {"collection": space.collection.fingerprint, "encoder": space.encoder.id,
               "suggester": file_sha256(weights),
-              "items": content_digest(json.dumps([list(map(str, it)) for it in items])), "version": POOLS_VERSION}
+              "items": content_digest(json.dumps([list(map(str, it)) for it in items])), "version": POOLS_VERSION,
+              "samples": samples}
 
     def build(tmp: Path) -> dict:
-        rows = pool_rows(space, suggester, items, progress)
+        rows = pool_rows(space, suggester, items, progress, samples)
         np.savez(tmp / "pools.npz", **rows)
         return {"queries": len(items), "candidates": len(rows["gain"])}
 

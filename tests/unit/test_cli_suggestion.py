@@ -77,6 +77,11 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     rows = [r for r in card["evaluation"] if r["collection"] == tiny.name]
     assert {r["method"] for r in rows} == methods
     assert card["evaluation_commands"][tiny.name] == "eqi " + " ".join(argv)
+    # --only prf re-runs PRF alone and reads the rest from the earlier lists: the same seeds, the same table
+    code, out, err = run_main(monkeypatch, capsys, argv + ["--only", "prf"])
+    assert code == 0, err
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "summary.csv"), summary)
+    assert len(pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)) == len(methods) - 1
 
 
 def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_uses_it(monkeypatch, capsys, tmp_path):
@@ -109,6 +114,9 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),
+    (["eval-suggestions", "-c", TINY, "--only", "prf,nope"], "--only prf,nope: expected some of rm3, sampling"),
+    (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
+     "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
 ])
 def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
     code, _, err = run_main(monkeypatch, capsys, argv)

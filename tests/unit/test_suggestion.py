@@ -504,15 +504,20 @@ def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
     back = load_ranker(tmp_path)
     x = np.ones((2, len(FEATURES)))
     np.testing.assert_allclose(back.score(x), ranker.score(x))
-    assert back.card["command"] == "by hand" and back.pick_penalty == 4.0
+    assert back.card["command"] == "by hand" and back.pick_penalty == 4.0 and back.samples is None
+    SuggestionRanker(ranker.weights, ranker.scale, samples=10).save(tmp_path, {})
+    assert load_ranker(tmp_path).samples == 10
     data = json.loads((tmp_path / RANKER_FILE).read_text())
-    del data["pick_penalty"]  # a file from before the penalty existed picks by score alone
+    del data["pick_penalty"], data["pool_samples"]  # a file from before these existed: by score alone, the decoding's samples
     (tmp_path / RANKER_FILE).write_text(json.dumps(data))
-    assert load_ranker(tmp_path).pick_penalty == 0.0
+    assert load_ranker(tmp_path).pick_penalty == 0.0 and load_ranker(tmp_path).samples is None
     for text, message in (("{", "not a suggestion re-ranker"),
                           (json.dumps({"features": ["a"], "scale": [1], "weights": [1]}), "expected weights"),
                           (json.dumps({**data, "pick_penalty": -1}), "pick_penalty -1: expected a number >= 0"),
-                          (json.dumps({**data, "pick_penalty": "high"}), "not a suggestion re-ranker")):
+                          (json.dumps({**data, "pick_penalty": "high"}), "not a suggestion re-ranker"),
+                          (json.dumps({**data, "pool_samples": 0}), "pool_samples 0: expected a whole number >= 1"),
+                          (json.dumps({**data, "pool_samples": 2.5}), "pool_samples 2.5: expected a whole number"),
+                          (json.dumps({**data, "pool_samples": True}), "pool_samples True: expected a whole number")):
         (tmp_path / RANKER_FILE).write_text(text)
         with pytest.raises(DataError, match=message) as exc:
             load_ranker(tmp_path)
@@ -541,3 +546,71 @@ def test_a_prf_suggester_with_a_ranker_picks_from_samples_and_walks(natural_spac
     _, walks = sample_pool_and_walks(space, "river bank", q, targets, feedback_walk_points(q, docs[fb[0]]))
     assert 1 <= len(out) <= 3 and out[0] in walks  # the best score; later picks also weigh coverage
     assert "river bank" not in [" ".join(words(t)) for t in out]
+
+
+def test_the_rankers_pool_size_is_the_number_of_samples_drawn(natural_space, tiny_suggester, tmp_path, monkeypatch):
+    """A ranker.json's pool_samples is what the PRF pool draws at the predicted points (shared out
+    among them); without it, the decoding's default."""
+    import shutil
+
+    from eqi_core.suggestion import model as model_mod
+    from eqi_core.suggestion.rerank import FEATURES, SuggestionRanker
+
+    space, _ = natural_space
+    asked = []
+    real = model_mod.sample_pool_and_walks
+    monkeypatch.setattr(model_mod, "sample_pool_and_walks",
+                        lambda *a, **kw: asked.append(a[6].samples) or real(*a, **kw))
+    folder = tmp_path / "prf"
+    shutil.copytree(tiny_suggester.card["_folder"], folder)
+    for samples, expected in ((3, 3), (None, model_mod.DECODING.samples)):
+        SuggestionRanker(np.ones(len(FEATURES)), np.ones(len(FEATURES)), samples=samples).save(folder, {})
+        load_suggester(folder, space.encoder).suggest(space, "river bank", n=3)
+        assert asked[-1] == expected
+
+
+def test_merge_rerun_replaces_the_rerun_methods_and_keeps_the_query_order():
+    from eqi_core.suggestion.evaluate import merge_rerun
+
+    def rows(qids, methods, best):
+        return pd.DataFrame([{"query_id": q, "query": f"q{q}", "gold": "d", "method": m, "suggestions": [m],
+                              "original": .1, "ndcg10": [best], **{f"best@{k}": best for k in (1, 3, 5, 10)}}
+                             for q in qids for m in methods])
+
+    earlier = rows([7, 3], ["RM3", "suggester (PRF)", "suggester (plain)"], .2)  # ids read back from JSON as numbers
+    rerun = rows(["7", "3"], ["suggester (PRF)"], .9)
+    items = [("7", "q7", "d"), ("3", "q3", "d")]
+    merged = merge_rerun(earlier, rerun, items, "lists.jsonl")
+    assert merged["query_id"].tolist() == ["7"] * 3 + ["3"] * 3
+    assert merged["method"].tolist() == ["RM3", "suggester (plain)", "suggester (PRF)"] * 2
+    assert merged.set_index(["query_id", "method"])["best@10"].to_dict() == {
+        (q, m): .9 if m == "suggester (PRF)" else .2 for q in ("7", "3") for m in ("RM3", "suggester (plain)", "suggester (PRF)")}
+    with pytest.raises(DataError, match=r"lists.jsonl: its lists are for 2 other queries than this run's 1") as exc:
+        merge_rerun(earlier, rerun, items[:1], "lists.jsonl")
+    assert "\n" not in str(exc.value)
+
+
+def test_a_short_pool_is_topped_up_from_another_stream(natural_space, monkeypatch):
+    """Fewer than ``least`` candidates: more samples at the same points, up to the decoding's
+    default number, from the query's seed + TOP_UP_SEED; a full pool draws nothing more."""
+    from dataclasses import replace
+
+    from eqi_core.suggestion import model as model_mod
+    from eqi_core.suggestion.rerank import TOP_UP_SEED, candidate_pool
+
+    space, _ = natural_space
+    drawn = []
+    monkeypatch.setattr(model_mod, "sample_pool_and_walks", lambda *a: (["bank of a river", "river edge"], ["river side"]))
+    monkeypatch.setattr(model_mod, "sample_pool", lambda space, query, q, t, seed, how: drawn.append((seed, how.samples))
+                        or ["a sloping river bank", "river edge"])
+    q = space.encode(["river bank"])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    how = replace(model_mod.DECODING, samples=4)
+    pool = candidate_pool(space, "river bank", q, fb[0], q[None], seed=7, how=how, least=5)
+    assert drawn == [(7 + TOP_UP_SEED, model_mod.DECODING.samples - 4)]
+    assert pool.texts == ["bank of a river", "river edge", "a sloping river bank", "river side"]
+    from_walk = pool.features[:, -1].tolist()
+    assert from_walk == [0.0, 0.0, 0.0, 1.0]
+    drawn.clear()
+    assert len(candidate_pool(space, "river bank", q, fb[0], q[None], seed=7, how=how, least=3).texts) == 3
+    assert drawn == []
