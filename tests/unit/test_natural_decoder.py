@@ -298,8 +298,9 @@ def test_second_stage_starts_from_the_trained_decoder(tmp_path):
 
 def test_sampling_products_agree_with_torch_and_follow_weight_changes():
     """Inside ``openblas_products`` (sampling) the decoder's products run through numpy on cached
-    transposed weights: the same log-probabilities as torch's own products, and a weight changed in
-    place is seen; torch runs at one thread there and gets its own count back after."""
+    transposed weights (a layer's query, key and value side by side, as one product): the same
+    log-probabilities as torch's own products, and a weight changed in place is seen, a fused one
+    too; torch runs at one thread there and gets its own count back after."""
     from eqi_core.decoder.bert import openblas_products
 
     model = tiny_model()
@@ -315,6 +316,8 @@ def test_sampling_products_agree_with_torch_and_follow_weight_changes():
         numpy_path = logp()
         torch.testing.assert_close(numpy_path, torch_path, atol=1e-5, rtol=1e-5)
         model.blocks[0].inter.weight.mul_(2.0)
+        model.blocks[1].key.weight.mul_(1.5)
+        model.blocks[1].value.bias.add_(0.5)
         model.out_bias.add_(torch.linspace(0, 1, len(model.out_bias)))
         changed = logp()
         assert (changed - numpy_path).abs().max() > 1e-3
