@@ -619,6 +619,8 @@ def train_decoder_cmd(
     dropout: float = typer.Option(0.1, "--dropout", min=0.0, max=0.9, help="natural: dropout in the decoder layers"),
     word_dropout: float = typer.Option(0.0, "--word-dropout", min=0.0, max=0.9,
                                        help="natural: share of the teacher-forced input words replaced by [MASK]"),
+    styles: bool = typer.Option(False, "--styles", help="natural: learn a style per kind of text (query-log "
+                                "query / passage sentence); it then decodes every point as a query"),
 ) -> None:
     """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
     import time
@@ -639,7 +641,7 @@ def train_decoder_cmd(
 
         cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed,
                               query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup,
-                              dropout=dropout, word_dropout=word_dropout)
+                              dropout=dropout, word_dropout=word_dropout, styles=styles)
         if corpus is None:
             from eqi_core.decoder.natural_eval import corpus_path_for
 

@@ -46,6 +46,10 @@ class BertDecoderConfig:
     max_len: int = 32
     dropout: float = 0.1
     eps: float = 1e-12
+    n_styles: int = 0  # learned style vectors added to the prefix (0: none; checkpoints before styles)
+
+
+STYLES = ("query", "sentence")  # style 0: the query logs' texts; 1: sentences cut from passages
 
 
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -180,6 +184,8 @@ class BertPrefixDecoder(nn.Module):
         self.head_norm = nn.LayerNorm(h, eps=cfg.eps)
         self.head_out = nn.Identity() if cfg.word_dim == h else nn.Linear(h, cfg.word_dim, bias=False)
         self.out_bias = nn.Parameter(torch.zeros(len(self.out_ids)))
+        if cfg.n_styles:  # what kind of text to write; starts at zero (the decoder without styles)
+            self.style = nn.Parameter(torch.zeros(cfg.n_styles, h))
         for m in (self.prefix, self.head):
             nn.init.normal_(m.weight, std=0.02)
             nn.init.zeros_(m.bias)
@@ -220,9 +226,16 @@ class BertPrefixDecoder(nn.Module):
         x = self.tok_in(self.word_emb[ids]) + self.token_type
         return x + self.pos.weight[start:start + ids.shape[1]]
 
-    def _prefix(self, emb: torch.Tensor) -> torch.Tensor:
+    def _prefix(self, emb: torch.Tensor, style: torch.Tensor | int | None = None) -> torch.Tensor:
+        """The embedding as ``n_prefix`` vectors; a decoder with styles adds the style's vector
+        (``style``: one per row or one for all; None: 0, a query)."""
         p = linear(self.prefix, emb * math.sqrt(self.cfg.encoder_dim)).view(len(emb), self.cfg.n_prefix, self.cfg.hidden)
-        return p + self.token_type + self.pos.weight[: self.cfg.n_prefix]
+        p = p + self.token_type + self.pos.weight[: self.cfg.n_prefix]
+        if not self.cfg.n_styles:
+            return p
+        if style is None or isinstance(style, int):
+            return p + self.style[style or 0]
+        return p + self.style[style].unsqueeze(1)
 
     def _run(self, x: torch.Tensor, caches=None):
         x = F.dropout(self.emb_norm(x), self.cfg.dropout, self.training)
@@ -232,10 +245,11 @@ class BertPrefixDecoder(nn.Module):
             new.append(kv)
         return x, new
 
-    def hidden(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        """Hidden states at the token positions: (B, T, hidden) for ids (B, T) = [BOS, ...]."""
+    def hidden(self, emb: torch.Tensor, ids: torch.Tensor, style: torch.Tensor | None = None) -> torch.Tensor:
+        """Hidden states at the token positions: (B, T, hidden) for ids (B, T) = [BOS, ...];
+        ``style``: each row's style (training), else ``decode_style``."""
         p = self.cfg.n_prefix
-        x = torch.cat([self._prefix(emb), self._embed(ids, p)], dim=1)
+        x = torch.cat([self._prefix(emb, style), self._embed(ids, p)], dim=1)
         return self._run(x)[0][:, p:]
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
@@ -254,19 +268,22 @@ class BertPrefixDecoder(nn.Module):
             self._out_emb_t = cached = self.out_emb.T.contiguous()
         return z @ cached + self.out_bias
 
-    def loss(self, emb: torch.Tensor, ids: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
+    def loss(self, emb: torch.Tensor, ids: torch.Tensor, inputs: torch.Tensor | None = None,
+             style: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher-forced cross-entropy; ``ids`` = [BOS, t1..tn, EOS, PAD...]; ``inputs``: the tokens
-        fed in instead of ``ids[:, :-1]`` (word dropout), the targets unchanged."""
-        h = self.hidden(emb, ids[:, :-1] if inputs is None else inputs)
+        fed in instead of ``ids[:, :-1]`` (word dropout), the targets unchanged; ``style``: each
+        row's style (a decoder with styles)."""
+        h = self.hidden(emb, ids[:, :-1] if inputs is None else inputs, style)
         target = ids[:, 1:]
         keep = target != self.cfg.pad_id
         return F.cross_entropy(self.logits(h[keep]).float(), self.out_index[target[keep]])
 
     # -- incremental decoding ----------------------------------------------------------------------
-    def start(self, emb: torch.Tensor):
-        """Run [prefix; BOS]; returns (log-probs over out_ids for the first token, caches)."""
+    def start(self, emb: torch.Tensor, style: int | None = None):
+        """Run [prefix; BOS] (a decoder with styles writes ``style``, default 0: a query); returns
+        (log-probs over out_ids for the first token, caches)."""
         bos = torch.full((len(emb), 1), self.cfg.bos_id, dtype=torch.long, device=emb.device)
-        x = torch.cat([self._prefix(emb), self._embed(bos, self.cfg.n_prefix)], dim=1)
+        x = torch.cat([self._prefix(emb, style), self._embed(bos, self.cfg.n_prefix)], dim=1)
         h, caches = self._run(x)
         return torch.log_softmax(self.logits(h[:, -1]).float(), dim=-1), caches
 
@@ -284,7 +301,7 @@ def reorder(caches, index: torch.Tensor):
 @torch.no_grad()
 def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
                 no_repeat: torch.Tensor, length_penalty: float = 0.6,
-                constraint=None) -> list[list[tuple[list[int], float]]]:
+                constraint=None, style: int | None = None) -> list[list[tuple[list[int], float]]]:
     """Batched beam search with a key/value cache. ``first_banned``: output rows never chosen first
     (the end, word continuations); ``no_repeat``: output rows (content-word starts) that may
     appear once per hypothesis; ``constraint``: a ``WordConstraint`` (known words only, no content
@@ -293,7 +310,7 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
     cfg = model.cfg
     b, n_out = len(emb), len(model.out_ids)
     eos = int(model.out_index[cfg.eos_id])
-    logp, caches = model.start(emb)
+    logp, caches = model.start(emb, style)
     logp[:, first_banned] = -1e9
     logp[:, eos] = -1e9
     caches = reorder(caches, torch.arange(b).repeat_interleave(beam))
@@ -375,7 +392,7 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
 def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_p: float, first_banned: torch.Tensor,
            generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
            constraint=None, split: int | None = None,
-           split_generator: torch.Generator | None = None) -> list[list[list[int]]]:
+           split_generator: torch.Generator | None = None, style: int | None = None) -> list[list[list[int]]]:
     """``n`` nucleus samples per row (or ``n[i]`` for row i; vocabulary ids), for diverse
     suggestions; ``constraint`` (a ``WordConstraint``) removes the nucleus's tokens that would leave
     known words. With ``split``, the samples of rows ``split`` and after draw from
@@ -396,7 +413,7 @@ def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_
     if cut < total and split_generator is None:
         raise ValueError("sample: split needs a split_generator")
     eos = int(model.out_index[cfg.eos_id])
-    logp, caches = model.start(emb)
+    logp, caches = model.start(emb, style)
     logp[:, first_banned] = -1e9
     logp[:, eos] = -1e9
     per_row = torch.tensor(counts)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, function_words, words
-from eqi_core.decoder.bert import ARCH, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
+from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, token_specials
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
@@ -53,6 +53,7 @@ class NaturalTraining:
     max_len: int = 32
     dropout: float = 0.1
     word_dropout: float = 0.0  # share of teacher-forced input tokens replaced by [MASK] (leans on the embedding)
+    styles: bool = False  # learn a style per kind of text (query / passage sentence); decoding asks for a query
 
     def validate(self) -> None:
         checks = [(self.steps >= 1, "steps must be >= 1"), (self.batch_size >= 2, "batch_size must be >= 2"),
@@ -138,8 +139,9 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
             drop = torch.from_numpy(rng.random(ids[:, :-1].shape) < cfg.word_dropout).to(device)
             drop[:, 0] = False  # BOS stays
             inputs = ids[:, :-1].masked_fill(drop & (ids[:, :-1] != model.cfg.pad_id), mask_id)
+        style = torch.from_numpy((~is_query[idx]).astype(np.int64)).to(device) if model.cfg.n_styles else None
         with autocast:
-            loss = model.loss(e, ids, inputs)
+            loss = model.loss(e, ids, inputs, style)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -170,7 +172,8 @@ def new_model(encoder, tok, sha: str, out_ids: np.ndarray, cfg: NaturalTraining,
     mcfg = BertDecoderConfig(encoder_id=encoder.id, encoder_dim=int(encoder.dim), vocab_size=int(word.shape[0]),
                              tokenizer_sha=sha, bos_id=bos, eos_id=eos, pad_id=pad, word_dim=int(word.shape[1]),
                              n_out=len(out_ids), hidden=hidden, n_layers=cfg.n_layers, n_heads=heads, d_ff=d_ff,
-                             n_prefix=cfg.n_prefix, max_len=cfg.max_len, dropout=cfg.dropout)
+                             n_prefix=cfg.n_prefix, max_len=cfg.max_len, dropout=cfg.dropout,
+                             n_styles=len(STYLES) if cfg.styles else 0)
     torch.manual_seed(cfg.seed)
     model = BertPrefixDecoder(mcfg, word.clone(), torch.from_numpy(out_ids))
     model.warm_start(state)
@@ -207,7 +210,8 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     texts = train["text"].tolist()
     tok, sha = encoder_tokenizer(encoder)
     start = init_summary(Path(init)) if init is not None else None
-    params = {"corpus": summary["digest"], "encoder": encoder.id, "tokenizer": sha, "training": asdict(cfg),
+    recipe = {k: v for k, v in asdict(cfg).items() if k != "styles" or v}  # keys of decoders before styles unchanged
+    params = {"corpus": summary["digest"], "encoder": encoder.id, "tokenizer": sha, "training": recipe,
               "version": NATURAL_VERSION, **({"init": start["weights_sha256"]} if start else {})}
     found = store.load("natural-decoder", params)
     if found is not None:
@@ -217,6 +221,9 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
         model = load_natural(Path(init), encoder).model.train()
         out_ids = model.out_ids.numpy()
         names = ("n_layers", "n_prefix", "max_len", "dropout")
+        if bool(model.cfg.n_styles) != cfg.styles:
+            raise DataError(f"{init}: a decoder {'with' if model.cfg.n_styles else 'without'} styles; "
+                            f"this training asks for {'styles' if cfg.styles else 'none'}")
         if any(getattr(model.cfg, k) != getattr(cfg, k) for k in names):
             has = ", ".join(f"{k} {getattr(model.cfg, k)}" for k in names)
             asks = ", ".join(f"{k} {getattr(cfg, k)}" for k in names)
@@ -258,11 +265,19 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
                 "warm_start": (f"the trained decoder {start['folder']} (weights {start['weights_sha256']})" if start
                                else f"{encoder.id} transformer layers 0-{cfg.n_layers - 1}"),
                 **({"init": start} if start else {}),
+                **({"styles": {"names": list(STYLES), "decodes": STYLES[0],
+                               "trained": "each text's own: query-log texts 0, passage sentences 1"}} if cfg.styles else {}),
                 "loss_first_100": float(np.mean(losses[:100])), "loss_last_500": float(np.mean(losses[-500:])),
                 "trained_on": timing["calls"], "train_seconds": round(sum(c["seconds"] for c in timing["calls"]), 1),
                 "command": command}
         save_natural(model, tmp, card)
-        write_lexicon(tmp, table)
+        try:
+            write_lexicon(tmp, table)
+        except DataError as exc:  # e.g. a GPU machine without WordNet: the weights are still worth keeping
+            import sys
+
+            print(f"the decoder's word list was not written ({str(exc).split(';')[0]}); write it where WordNet "
+                  f"is installed: eqi decoder-lexicon --decoder DIR --corpus {corpus_path}", file=sys.stderr)
         return {"steps": cfg.steps}
 
     art = store.get_or_build("natural-decoder", params, build)
@@ -335,6 +350,19 @@ class NaturalDecoderModel:
         self.lexicon = lexicon
         # known words only, no content word twice (word level, so the token-level ban is not needed)
         self.constraint = constraint_for(tok, out, lexicon, stop) if lexicon is not None else None
+        self.style = 0 if model.cfg.n_styles else None  # a decoder with styles writes queries
+
+    def with_style(self, name: str) -> NaturalDecoderModel:
+        """The same weights writing another style (``bert.STYLES``: query, sentence); one line for a
+        decoder trained without styles or an unknown name."""
+        if not self.model.cfg.n_styles:
+            raise DecoderError(f"{self.card.get('_folder', 'this decoder')}: trained without styles; "
+                               f"it writes whatever its point is nearest to")
+        if name not in STYLES:
+            raise DecoderError(f"style {name!r}: expected one of {', '.join(STYLES)}")
+        other = copy.copy(self)
+        other.style = STYLES.index(name)
+        return other
 
     def without_word_list(self) -> NaturalDecoderModel:
         """The same weights decoding freely (made-up words possible): the evaluation's ablation."""
@@ -353,7 +381,7 @@ class NaturalDecoderModel:
         for start in range(0, len(x), 64):
             no_repeat = torch.zeros_like(self.no_repeat) if self.constraint else self.no_repeat
             for hyps in beam_search(self.model, x[start:start + 64], width, self.first_banned, no_repeat,
-                                    constraint=self.constraint):
+                                    constraint=self.constraint, style=self.style):
                 out.append(dedupe([Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps], n))
         return out
 
@@ -361,7 +389,7 @@ class NaturalDecoderModel:
         """The k most likely whole-word first tokens for a point (the word-edit baseline's pool)."""
         x = torch.from_numpy(as_matrix(embedding, self.model.cfg.encoder_dim))[:1]
         with torch.no_grad():
-            logp = self.model.start(x)[0][0]
+            logp = self.model.start(x, self.style)[0][0]
             logp[self.first_banned] = -1e9
             logp[int(self.model.out_index[self.model.cfg.eos_id])] = -1e9
         return [self.tok.id_to_token(int(self.model.out_ids[i])) or "" for i in logp.topk(k).indices.tolist()]
@@ -379,7 +407,7 @@ class NaturalDecoderModel:
         gen = torch.Generator().manual_seed(seed)
         second = torch.Generator().manual_seed(seed) if split is not None else None
         rows = sample(self.model, x, n, top_p, self.first_banned, gen, temperature, constraint=self.constraint,
-                      split=split, split_generator=second)
+                      split=split, split_generator=second, style=self.style)
         return [[self.text(ids) for ids in row] for row in rows]
 
 

@@ -38,11 +38,11 @@ def bert_state(layers=2, hidden=HIDDEN, d_ff=64, vocab=VOCAB, seed=0) -> dict:
     return state
 
 
-def tiny_model(seed=0, dropout=0.0) -> BertPrefixDecoder:
+def tiny_model(seed=0, dropout=0.0, n_styles=0) -> BertPrefixDecoder:
     state = bert_state(seed=seed)
     cfg = BertDecoderConfig(encoder_id="tiny", encoder_dim=16, vocab_size=VOCAB, tokenizer_sha="x", bos_id=1, eos_id=2,
                             pad_id=0, word_dim=HIDDEN, n_out=VOCAB - 3, hidden=HIDDEN, n_layers=2, n_heads=4, d_ff=64,
-                            n_prefix=2, max_len=8, dropout=dropout)
+                            n_prefix=2, max_len=8, dropout=dropout, n_styles=n_styles)
     torch.manual_seed(seed)
     model = BertPrefixDecoder(cfg, state["embeddings.word_embeddings.weight"], torch.arange(2, VOCAB))  # EOS + words
     assert model.warm_start(state) == 2 * 16 + 2 + 2  # every layer tensor, embedding norm, positions, token type
@@ -92,9 +92,9 @@ def test_beam_of_one_is_greedy_and_no_repeat_is_kept():
             assert len(ids) == len(set(ids))  # each no-repeat token at most once
 
 
-@pytest.mark.parametrize("word_dropout", [0.0, 0.3])
-def test_training_resumes_bit_for_bit(tmp_path, word_dropout):
-    rng = np.random.default_rng(0)
+def tiny_corpus(seed: int):
+    """40 unit embeddings with token rows [BOS, 2-6 words, EOS, PAD...]; every other one a query."""
+    rng = np.random.default_rng(seed)
     emb = rng.standard_normal((40, 16)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     tokens = torch.zeros((40, 9), dtype=torch.int32)
@@ -102,6 +102,12 @@ def test_training_resumes_bit_for_bit(tmp_path, word_dropout):
         n = 2 + i % 5
         tokens[i, 0], tokens[i, 1:n + 1], tokens[i, n + 1] = 1, torch.from_numpy(rng.integers(3, VOCAB, n)), 2
     is_query = np.arange(40) % 2 == 0
+    return emb, tokens, is_query
+
+
+@pytest.mark.parametrize("word_dropout", [0.0, 0.3])
+def test_training_resumes_bit_for_bit(tmp_path, word_dropout):
+    emb, tokens, is_query = tiny_corpus(0)
     cfg = NaturalTraining(steps=6, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-3, word_dropout=word_dropout)
     straight = tiny_model(dropout=0.1)
     straight_losses = train_loop(straight, emb, tokens, is_query, cfg, mask_id=3)
@@ -116,6 +122,68 @@ def test_training_resumes_bit_for_bit(tmp_path, word_dropout):
     if word_dropout:  # the masked inputs change the trajectory from the first step
         plain = train_loop(tiny_model(dropout=0.1), emb, tokens, is_query, NaturalTraining(**{**cfg.__dict__, "word_dropout": 0.0}))
         assert plain[0] != straight_losses[0]
+
+
+def test_styles_train_on_each_texts_kind_and_decoding_asks_for_a_query(tmp_path):
+    """A decoder with styles adds style 0 (query-log texts) or 1 (passage sentences) to its prefix:
+    training uses each row's own kind, decoding (``start``) style 0 unless asked; the style vectors
+    start at zero (the decoder without styles) and learn; it resumes bit-for-bit like the others."""
+    emb, tokens, is_query = tiny_corpus(1)
+    plain, styled = tiny_model(), tiny_model(n_styles=2)
+    x, ids = torch.from_numpy(emb[:4]), tokens[:4].long()
+    with torch.no_grad():  # zero style vectors: the same model as without styles
+        torch.testing.assert_close(styled.loss(x, ids, style=torch.tensor([0, 1, 0, 1])), plain.loss(x, ids))
+        styled.style.copy_(torch.randn(2, HIDDEN))
+        by_row = styled.loss(x[:2], ids[:2], style=torch.tensor([1, 1]))
+        torch.testing.assert_close(by_row, styled.loss(x[:2], ids[:2], style=torch.tensor([1, 1])))
+        assert float(by_row) != float(styled.loss(x[:2], ids[:2], style=torch.tensor([0, 0])))
+        torch.testing.assert_close(styled.start(x)[0], styled.start(x, 0)[0])
+        assert not torch.allclose(styled.start(x, 1)[0], styled.start(x, 0)[0])
+    cfg = NaturalTraining(steps=6, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-2, styles=True)
+    straight = tiny_model(dropout=0.1, n_styles=2)
+    train_loop(straight, emb, tokens, is_query, cfg)
+    assert float(straight.style.detach().abs().sum()) > 0 and not torch.allclose(straight.style[0], straight.style[1])
+    train_loop(tiny_model(dropout=0.1, n_styles=2), emb, tokens, is_query, cfg, tmp_path, stop_after=3)
+    again = tiny_model(dropout=0.1, n_styles=2)
+    train_loop(again, emb, tokens, is_query, cfg, tmp_path)
+    for (name, a), b in zip(straight.state_dict().items(), again.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_a_styled_checkpoint_round_trips_and_styles_are_refused_without_them(tmp_path):
+    from eqi_core.decoder.natural import NaturalDecoderModel, read_natural_card, save_natural
+
+    model = tiny_model(n_styles=2)
+    with torch.no_grad():
+        model.style.copy_(torch.randn(2, HIDDEN))
+    save_natural(model, tmp_path, {"arch": "bert-prefix"}, half=False)
+    cfg = BertDecoderConfig(**read_natural_card(tmp_path)["config"])
+    assert cfg.n_styles == 2
+    from safetensors.torch import load_file
+
+    again = BertPrefixDecoder(cfg, model.word_emb, model.out_ids)
+    again.load_state_dict(load_file(str(tmp_path / "decoder.safetensors")))
+    assert torch.equal(again.style, model.style)
+
+    class Tok:  # just enough of a tokenizer for the wrapper
+        def get_vocab(self):
+            return {str(i): i for i in range(VOCAB)}
+
+        def id_to_token(self, i):
+            return f"w{i}"
+
+        def decode(self, ids, skip_special_tokens=True):
+            return " ".join(f"w{i}" for i in ids)
+
+    dec = NaturalDecoderModel(again, Tok())
+    assert dec.style == 0 and dec.with_style("sentence").style == 1 and dec.style == 0
+    emb = np.random.default_rng(2).standard_normal((2, 16)).astype(np.float32)
+    assert dec.decode(emb, n=1, beam=2) == dec.with_style("query").decode(emb, n=1, beam=2)
+    with pytest.raises(DecoderError, match="expected one of query, sentence"):
+        dec.with_style("poem")
+    with pytest.raises(DecoderError, match="trained without styles") as err:
+        NaturalDecoderModel(tiny_model(), Tok()).with_style("query")
+    assert "\n" not in str(err.value)
 
 
 def test_word_dropout_masks_inputs_not_targets():
