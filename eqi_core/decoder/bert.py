@@ -247,7 +247,7 @@ class BertPrefixDecoder(nn.Module):
 
     def hidden(self, emb: torch.Tensor, ids: torch.Tensor, style: torch.Tensor | None = None) -> torch.Tensor:
         """Hidden states at the token positions: (B, T, hidden) for ids (B, T) = [BOS, ...];
-        ``style``: each row's style (training), else ``decode_style``."""
+        ``style``: each row's style (training); None: a query (a decoder with styles)."""
         p = self.cfg.n_prefix
         x = torch.cat([self._prefix(emb, style), self._embed(ids, p)], dim=1)
         return self._run(x)[0][:, p:]
