@@ -2,6 +2,7 @@
 constraints, exact resumption, the corpus's held-out splits, the evaluation's baselines and fluency
 counts (hand-computed), and one-line errors for bad checkpoints and bad decode input."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -327,7 +328,7 @@ def test_unseen_passages_follow_each_decoders_training_split(tiny):
     assert unseen_passages({"corpus": {"sources": {"w": {"spec": "wordnet:full"}}}}, tiny) == ids
 
 
-def test_second_stage_starts_from_the_trained_decoder(tmp_path):
+def test_second_stage_starts_from_the_trained_decoder(tmp_path, monkeypatch, capsys):
     """``--init``: the weights and output vocabulary come from the given decoder (not the encoder's
     layers), queries only means no passage sentence is read, the card carries the first stage, and a
     mismatched shape or a missing --natural is refused with one line."""
@@ -362,6 +363,19 @@ def test_second_stage_starts_from_the_trained_decoder(tmp_path):
     assert "\n" not in str(err.value)
     result = CliRunner().invoke(app, ["train-decoder", "--init", str(first)])
     assert isinstance(result.exception, DataError) and "only the natural decoder" in str(result.exception)
+    with pytest.raises(DataError, match="a decoder without styles; this training asks for styles"):
+        train_natural(corpus, encoder, ArtifactStore(tmp_path / "store"), NaturalTraining(steps=1, batch_size=4, styles=True),
+                      init=first)
+
+    def no_wordnet():
+        raise DataError("WordNet 3.0 database files (index.sense) not found; tried /nowhere")
+
+    monkeypatch.setattr("eqi_core.decoder.natural_eval.wordnet_words", no_wordnet)  # a machine without WordNet
+    dec = train_natural(corpus, encoder, ArtifactStore(tmp_path / "bare"), NaturalTraining(steps=1, batch_size=4, lr=1e-9,
+                                                                                          warmup=1, query_share=1.0), init=first)
+    folder = Path(dec.card["_folder"])
+    assert (folder / "decoder.safetensors").is_file() and not (folder / "lexicon.txt.gz").is_file()
+    assert "word list was not written (WordNet 3.0 database files (index.sense) not found)" in capsys.readouterr().err
 
 
 def test_sampling_products_agree_with_torch_and_follow_weight_changes():
