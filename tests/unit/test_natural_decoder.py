@@ -135,9 +135,11 @@ def test_styles_train_on_each_texts_kind_and_decoding_asks_for_a_query(tmp_path)
     with torch.no_grad():  # zero style vectors: the same model as without styles
         torch.testing.assert_close(styled.loss(x, ids, style=torch.tensor([0, 1, 0, 1])), plain.loss(x, ids))
         styled.style.copy_(torch.randn(2, HIDDEN))
-        by_row = styled.loss(x[:2], ids[:2], style=torch.tensor([1, 1]))
-        torch.testing.assert_close(by_row, styled.loss(x[:2], ids[:2], style=torch.tensor([1, 1])))
-        assert float(by_row) != float(styled.loss(x[:2], ids[:2], style=torch.tensor([0, 0])))
+        mixed = styled.hidden(x[:2], ids[:2, :-1], torch.tensor([0, 1]))  # each row its own style
+        torch.testing.assert_close(mixed[:1], styled.hidden(x[:1], ids[:1, :-1], 0))
+        torch.testing.assert_close(mixed[1:], styled.hidden(x[1:2], ids[1:2, :-1], 1))
+        assert float(styled.loss(x[:2], ids[:2], style=torch.tensor([1, 1]))) != float(
+            styled.loss(x[:2], ids[:2], style=torch.tensor([0, 0])))
         torch.testing.assert_close(styled.start(x)[0], styled.start(x, 0)[0])
         assert not torch.allclose(styled.start(x, 1)[0], styled.start(x, 0)[0])
     cfg = NaturalTraining(steps=6, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-2, styles=True)
