@@ -94,10 +94,22 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in stop and len(w) > 1 and not w.isdigit()]
 
 
-def repeats_a_content_word(text: str) -> bool:
-    """True for "citizens certificates naturalization naturalization": a keyword list, not a query."""
+def repeats_a_content_word(text: str, inflected: bool = False) -> bool:
+    """True for "citizens certificates naturalization naturalization": a keyword list, not a query.
+    With ``inflected``, also for a word repeated in another form ("how to baking bake bread",
+    "a civil judgmental judgment"; one Snowball stem): the encoder rewards those repeats just as
+    much, and the word list's no-repeat rule, which compares whole words, lets them through."""
     ws = content_words(text)
+    if inflected:
+        ws = _stemmer().stemWords(ws)
     return len(ws) != len(set(ws))
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer  # PyStemmer: the Snowball stemmer BM25 uses
+
+    return Stemmer.Stemmer("english")
 
 
 def as_matrix(embeddings: np.ndarray, dim: int | None = None, what: str = "embeddings") -> np.ndarray:

@@ -82,11 +82,14 @@ def wordnet_words() -> frozenset[str]:
 
 
 def fluency(texts: list[str], lexicon: frozenset[str]) -> dict:
-    """Non-word share (of all output words), share of outputs repeating a content word, mean words."""
+    """Non-word share (of all output words), share of outputs repeating a content word (the same
+    word; ``repeat_inflected``: also in another form, "bake ... baking"), mean words."""
     all_words = [w for t in texts for w in words(t)]
     nonword = sum(1 for w in all_words if w not in lexicon and not w.isdigit())
     repeat = sum(1 for t in texts if repeats_a_content_word(t))
-    return {"nonword": nonword / max(1, len(all_words)), "repeat": repeat / max(1, len(texts)),
+    inflected = sum(1 for t in texts if repeats_a_content_word(t, inflected=True))
+    n = max(1, len(texts))
+    return {"nonword": nonword / max(1, len(all_words)), "repeat": repeat / n, "repeat_inflected": inflected / n,
             "words": float(np.mean([len(words(t)) for t in texts])) if texts else 0.0}
 
 

@@ -8,7 +8,8 @@ no logged query is looked up, so the output is always a sentence the decoder wro
 
 ``source`` says where the winner came from: ``decoded`` when it is the decoder's own first beam
 hypothesis, ``corrected`` when the encoder's ranking chose another hypothesis. Candidates that repeat a
-content word are set aside (the encoder rewards repetition; searchers do not write it).
+content word, in the same or another form, are set aside (the encoder rewards repetition; searchers
+do not write it).
 """
 from __future__ import annotations
 
@@ -91,11 +92,13 @@ class RerankDecoder:
 
 def fluent(texts: list[str], lexicon=None) -> list[str]:
     """Distinct non-empty texts, without those repeating a content word (the judge would favour
-    them: repeating a word moves the embedding towards it) and, given the decoder's word list,
-    without those holding a word outside it (left by the decoder's fallback when no known word
+    them: repeating a word moves the embedding towards it), in any form where some text repeats
+    none ("how to baking bake bread"; else without exact repeats) and, given the decoder's word
+    list, without those holding a word outside it (left by the decoder's fallback when no known word
     could be spelled), unless every text does."""
     texts = list(dict.fromkeys(t for t in texts if words(t)))
-    texts = [t for t in texts if not repeats_a_content_word(t)] or texts
+    texts = ([t for t in texts if not repeats_a_content_word(t, inflected=True)]
+             or [t for t in texts if not repeats_a_content_word(t)] or texts)
     if lexicon is not None:
         texts = [t for t in texts if all(w in lexicon or w.isdigit() for w in words(t))] or texts
     return texts

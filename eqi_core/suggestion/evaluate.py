@@ -176,7 +176,7 @@ def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.D
         row["self_bleu"] = float(np.nanmean([self_bleu(list(s)) for s in part["suggestions"]])) if len(part) else np.nan
         if lexicon is not None:
             fl = fluency(texts, lexicon)
-            row.update({"nonword": fl["nonword"], "repeat": fl["repeat"], "words": fl["words"]})
+            row.update({k: fl[k] for k in ("nonword", "repeat", "repeat_inflected", "words")})
         row.update(paired_difference(scored, method))
         rows.append(row)
     return pd.DataFrame(rows)

@@ -125,6 +125,21 @@ def test_rerank_sets_aside_fallback_words_unless_nothing_else_is_left():
     assert fluent(["catx"], LEXICON.known) == ["catx"]  # never an empty pool
 
 
+def test_rerank_sets_aside_a_word_repeated_in_another_form_while_anything_else_is_left():
+    """The encoder rewards "how to baking bake bread" as it rewards "bake bake": the word list's
+    no-repeat rule compares whole words, so the re-ranker's pool checks stems too."""
+    from eqi_core.decoder.base import repeats_a_content_word
+    from eqi_core.decoder.rerank import fluent
+
+    assert repeats_a_content_word("how to baking bake bread", inflected=True)
+    assert not repeats_a_content_word("how to baking bake bread")
+    assert not repeats_a_content_word("how to bake bread at home", inflected=True)
+    assert fluent(["how to baking bake bread", "how to bake bread"]) == ["how to bake bread"]
+    # where every text repeats a form, the exact repeats go first; the pool is never empty
+    assert fluent(["bake baking bread", "bake bake bread"]) == ["bake baking bread"]
+    assert fluent(["bake bake bread"]) == ["bake bake bread"]
+
+
 def test_allowed_rows_answers_each_row_alone_for_every_state():
     """Sampling asks ``allowed_rows`` for many rows at once (state-level work done once); the answer
     for a row must not depend on which other rows are asked with it."""

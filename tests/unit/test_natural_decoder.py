@@ -255,10 +255,11 @@ def test_copy_baselines_and_fluency_hand_cases():
     target = np.zeros(8, dtype=np.float32)
     target[5], target[4] = 1.0, 0.5
     assert top_cosine_words("river bank sloping land", target, Words(), 2) == "river bank"  # 5 letters, then the first 4
-    lex = lexicon_of(["what is a river bank"])
-    f = fluency(["what is a rivver", "bank bank river", "2021 river"], lex)
-    assert f["nonword"] == pytest.approx(1 / 9)  # 'rivver'; numbers are not counted as non-words
-    assert f["repeat"] == pytest.approx(1 / 3) and f["words"] == pytest.approx(3.0)
+    lex = lexicon_of(["what is a river bank", "banking"])
+    f = fluency(["what is a rivver", "bank bank river", "2021 river", "river banking bank"], lex)
+    assert f["nonword"] == pytest.approx(1 / 12)  # 'rivver'; numbers are not counted as non-words
+    assert f["repeat"] == pytest.approx(1 / 4) and f["words"] == pytest.approx(3.0)
+    assert f["repeat_inflected"] == pytest.approx(2 / 4)  # 'banking bank': one word in two forms
 
 
 def test_natural_checkpoint_for_another_encoder_is_refused(tmp_path):
