@@ -14,9 +14,11 @@ the word embeddings come from the encoder at load time (a hash of its vocabulary
 from __future__ import annotations
 
 import math
+import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -53,77 +55,149 @@ STYLES = ("query", "sentence")  # style 0: the query logs' texts; 1: sentences c
 
 
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``layer(x)``; inside ``openblas_products`` (sampling: no gradient, fp32 on the CPU) through
-    numpy's OpenBLAS on a transposed copy of the weights, made once per weight version. torch's
-    CPU products (MKL) run the few-row shapes of sampling 1.3-6x slower than OpenBLAS on the AMD
-    hosts this project runs on (34 rows x 384 -> 1,536: 0.70 ms against 0.53; x 384 -> 26,271
-    outputs: 15.8 ms against 7.2, 2 threads); the results agree to float rounding."""
-    if not _numpy_path(x):
+    """``layer(x)``; inside ``sampling_products`` (sampling: no gradient, fp32 on the CPU) by a
+    ``_ConstantProduct`` on a transposed copy of the weights, made once per weight version.
+    torch's CPU products (MKL) run the few-row shapes of sampling 1.3-6x slower than numpy's
+    OpenBLAS on the AMD hosts this project runs on (34 rows x 384 -> 1,536: 0.70 ms against 0.53;
+    x 384 -> 26,271 outputs: 15.8 ms against 7.2, 2 threads), and OpenBLAS about twice slower than
+    onnxruntime with the weight packed once; the results agree to float rounding."""
+    if not _sampling_path(x):
         return layer(x)
-    return _numpy_product(x, layer, layer.weight, layer.bias)
+    return _constant_product(x, layer, layer.weight, layer.bias)
 
 
-def _numpy_path(x: torch.Tensor) -> bool:
-    """Whether ``x``'s products go through numpy: inside ``openblas_products``, no gradient, fp32 on the CPU."""
-    return bool(_OPENBLAS_DEPTH) and not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == torch.float32
+def _sampling_path(x: torch.Tensor) -> bool:
+    """Whether ``x``'s products go through ``_ConstantProduct``: inside ``sampling_products``, no
+    gradient, fp32 on the CPU."""
+    return bool(_SAMPLING_DEPTH) and not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == torch.float32
 
 
-_OPENBLAS_LOCK = threading.Lock()
-_OPENBLAS_DEPTH: list[int] = []  # torch's thread count on entry, once per nesting level (empty: off)
+_SAMPLING_LOCK = threading.Lock()
+_SAMPLING_DEPTH: list[int] = []  # torch's thread count on entry, once per nesting level (empty: off)
 
 
 @contextmanager
-def openblas_products():
-    """The decoder's products through numpy (``linear``) and torch at one thread, for sampling's
-    few rows per step. torch's OpenMP workers spin between operations and took the 2 cores from
-    OpenBLAS's threads: ten PRF suggestions took 9 s with both at 2 threads, 1.4-1.5 s like this
-    against 1.5-1.6 s with torch alone (Zen 3 host). Beam search keeps torch at 2 threads: its
+def sampling_products():
+    """The decoder's products through ``_ConstantProduct`` (``linear``) and torch at one thread, for
+    sampling's few rows per step. torch's OpenMP workers spin between operations and took the 2
+    cores from OpenBLAS's threads: ten PRF suggestions took 9 s with both at 2 threads, 1.4-1.5 s
+    like this against 1.5-1.6 s with torch alone (Zen 3 host). Beam search keeps torch at 2 threads: its
     hundreds of rows per step (one batch of 60 texts at beam 8: 13.1 s against 23.4 s) and its
     top-k over beam x 26k scores each want both. Nested and concurrent uses share one setting,
     restored when the last one ends."""
-    with _OPENBLAS_LOCK:
-        _OPENBLAS_DEPTH.append(torch.get_num_threads())
+    with _SAMPLING_LOCK:
+        _SAMPLING_DEPTH.append(torch.get_num_threads())
         torch.set_num_threads(1)
     try:
         yield
     finally:
-        with _OPENBLAS_LOCK:
-            saved = _OPENBLAS_DEPTH.pop()
-            if not _OPENBLAS_DEPTH:
+        with _SAMPLING_LOCK:
+            saved = _SAMPLING_DEPTH.pop()
+            if not _SAMPLING_DEPTH:
                 torch.set_num_threads(saved)
 
 
-def _numpy_product(x: torch.Tensor, owner: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """x @ weight.T (+ bias) by numpy, the weight's contiguous transpose cached on ``owner`` and
-    made again when the weight or the bias changes (their version counters)."""
+# sampling's products: "onnxruntime" (each weight a constant, packed once) or "numpy" (OpenBLAS)
+PRODUCTS = os.environ.get("EQI_DECODER_PRODUCTS", "onnxruntime")
+if PRODUCTS not in ("onnxruntime", "numpy"):
+    raise ValueError(f"EQI_DECODER_PRODUCTS={PRODUCTS!r}: expected onnxruntime or numpy")
+
+
+class _ConstantProduct:
+    """x @ wt (+ b) with ``wt`` fixed: numpy's OpenBLAS, or one onnxruntime MatMul (+ Add) whose
+    weight is a constant of the graph, so MLAS packs it once instead of on every call. For
+    sampling's few rows the packing is most of the work: 20 rows x 384 -> 26,271 outputs took 7.1
+    ms through numpy against 3.6 through onnxruntime, a layer's products 1.1-1.8x faster (Zen 3,
+    2 threads); the results agree to float rounding (4e-6), and the suggestions came out identical.
+    ``make_wt`` makes the (contiguous) weight: for the session, else on first use through numpy
+    (``PRODUCTS == "numpy"``, or a forked child, which cannot use its parent's session); the
+    session keeps only its packed copy."""
+
+    def __init__(self, make_wt, b: np.ndarray | None):
+        self.make_wt, self.b, self.wt = make_wt, b, None
+        self.session = None
+        if PRODUCTS == "onnxruntime":
+            wt = make_wt()
+            self.session, self.n_out = _product_session(wt, b), wt.shape[1]
+        else:
+            self.wt = make_wt()
+            self.n_out = self.wt.shape[1]
+        self.pid = os.getpid()
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.session is not None and self.pid == os.getpid():
+            return self.session.run(None, {"x": np.ascontiguousarray(x)})[0]
+        if self.wt is None:
+            self.wt = self.make_wt()
+        out = x @ self.wt
+        if self.b is not None:
+            out += self.b
+        return out
+
+
+def _product_session(wt: np.ndarray, b: np.ndarray | None):
+    """The onnxruntime session behind ``_ConstantProduct``. The weight reaches it as external data
+    (a file in a temporary folder, gone once the session is made) rather than inside the model's
+    bytes: the 40 MB output layer's session took 0.07 s to make and 50 MB more at the peak, against
+    0.46 s and 200 MB through protobuf."""
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from eqi_core.encoders import no_spinning
+    from eqi_core.rankers.topk import _threads
+
+    with tempfile.TemporaryDirectory(prefix="eqi-product-", ignore_cleanup_errors=True) as folder:
+        np.ascontiguousarray(wt, dtype=np.float32).tofile(Path(folder) / "w.bin")
+        w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=wt.shape, data_location=TensorProto.EXTERNAL)
+        for key, value in (("location", "w.bin"), ("offset", "0"), ("length", str(wt.size * 4))):
+            w.external_data.add(key=key, value=value)
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["xw" if b is not None else "y"])]
+        weights = [w]
+        if b is not None:
+            nodes.append(helper.make_node("Add", ["xw", "b"], ["y"]))
+            weights.append(numpy_helper.from_array(np.asarray(b, dtype=np.float32), "b"))
+        graph = helper.make_graph(nodes, "product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", wt.shape[0]])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", wt.shape[1]])], weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.save(model, Path(folder) / "product.onnx")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = _threads()
+        opts.inter_op_num_threads = 1
+        no_spinning(opts)  # torch's and numpy's work between two products needs the cores
+        return ort.InferenceSession(str(Path(folder) / "product.onnx"), opts, providers=["CPUExecutionProvider"])
+
+
+def _constant_product(x: torch.Tensor, owner: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x @ weight.T (+ bias) by a ``_ConstantProduct`` on the weight's transpose, cached on ``owner``
+    and made again when the weight or the bias changes (their version counters)."""
     key = tuple((t.data_ptr(), t._version, tuple(t.shape)) for t in (weight, bias) if t is not None)
-    cached = owner.__dict__.get("_numpy_weight")
+    cached = owner.__dict__.get(f"_product_{PRODUCTS}")
     if cached is None or cached[0] != key:
         w = weight.detach().numpy()
-        cached = (key, np.ascontiguousarray(w.T),
-                  None if bias is None else bias.detach().numpy().copy())
-        owner.__dict__["_numpy_weight"] = cached
-    _, wt, b = cached
-    out = x.reshape(-1, x.shape[-1]).numpy() @ wt
-    if b is not None:
-        out += b
-    return torch.from_numpy(out).view(*x.shape[:-1], wt.shape[1])
+        cached = (key, _ConstantProduct(lambda: np.ascontiguousarray(w.T), None if bias is None else bias.detach().numpy().copy()))
+        owner.__dict__[f"_product_{PRODUCTS}"] = cached
+    product = cached[1]
+    out = product(x.reshape(-1, x.shape[-1]).numpy())
+    return torch.from_numpy(out).view(*x.shape[:-1], product.n_out)
 
 
-def _numpy_fused(x: torch.Tensor, owner: nn.Module, layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, ...]:
-    """``layer(x)`` for each of ``layers`` (same input width) from one numpy product with their
-    weights side by side, cached on ``owner`` like ``_numpy_product``'s; views of one result."""
+def _constant_fused(x: torch.Tensor, owner: nn.Module, layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, ...]:
+    """``layer(x)`` for each of ``layers`` (same input width) from one product with their weights
+    side by side, cached on ``owner`` like ``_constant_product``'s; views of one result."""
     tensors = [t for layer in layers for t in (layer.weight, layer.bias)]
     key = tuple((t.data_ptr(), t._version, tuple(t.shape)) for t in tensors)
-    cached = owner.__dict__.get("_numpy_fused")
+    cached = owner.__dict__.get(f"_fused_{PRODUCTS}")
     if cached is None or cached[0] != key:
-        wt = np.ascontiguousarray(np.concatenate([layer.weight.detach().numpy().T for layer in layers], axis=1))
-        cached = (key, wt, np.concatenate([layer.bias.detach().numpy() for layer in layers]))
-        owner.__dict__["_numpy_fused"] = cached
-    _, wt, b = cached
-    out = x.reshape(-1, x.shape[-1]).numpy() @ wt
-    out += b
-    out = torch.from_numpy(out).view(*x.shape[:-1], wt.shape[1])
+        weights = [layer.weight.detach().numpy() for layer in layers]
+        cached = (key, _ConstantProduct(lambda: np.ascontiguousarray(np.concatenate([w.T for w in weights], axis=1)),
+                                        np.concatenate([layer.bias.detach().numpy() for layer in layers])))
+        owner.__dict__[f"_fused_{PRODUCTS}"] = cached
+    product = cached[1]
+    out = torch.from_numpy(product(x.reshape(-1, x.shape[-1]).numpy())).view(*x.shape[:-1], product.n_out)
     return tuple(out.split([layer.weight.shape[0] for layer in layers], dim=-1))
 
 
@@ -146,8 +220,8 @@ class Block(nn.Module):
         return x.view(b, t, self.n_heads, h // self.n_heads).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None):
-        if _numpy_path(x):  # sampling: the three projections as one product (one call, one pass over x)
-            q, k, v = (self._heads(t) for t in _numpy_fused(x, self, (self.query, self.key, self.value)))
+        if _sampling_path(x):  # sampling: the three projections as one product (one call, one pass over x)
+            q, k, v = (self._heads(t) for t in _constant_fused(x, self, (self.query, self.key, self.value)))
         else:
             q, k, v = self._heads(linear(self.query, x)), self._heads(linear(self.key, x)), self._heads(linear(self.value, x))
         if cache is not None:
@@ -257,12 +331,12 @@ class BertPrefixDecoder(nn.Module):
         by a transposed copy of the output rows, made once: a few rows against 26k is bound by
         reading that matrix, and read in order it took 0.82-0.90 s per ten suggestions against
         0.97-1.15 s (same outputs, `eqi bench suggest`'s path); sampling does it through numpy
-        (``openblas_products``)."""
+        (``sampling_products``)."""
         z = self.head_out(self.head_norm(F.gelu(linear(self.head, h))))
         if torch.is_grad_enabled():
             return z @ self.out_emb.T + self.out_bias
-        if _OPENBLAS_DEPTH and z.device.type == "cpu" and z.dtype == torch.float32:
-            return _numpy_product(z, self, self.out_emb, self.out_bias)
+        if _SAMPLING_DEPTH and z.device.type == "cpu" and z.dtype == torch.float32:
+            return _constant_product(z, self, self.out_emb, self.out_bias)
         cached = getattr(self, "_out_emb_t", None)
         if cached is None or cached.device != self.out_emb.device or cached.shape[::-1] != self.out_emb.shape:
             self._out_emb_t = cached = self.out_emb.T.contiguous()
@@ -388,7 +462,7 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
 
 
 @torch.no_grad()
-@openblas_products()
+@sampling_products()
 def sample(model: BertPrefixDecoder, emb: torch.Tensor, n: int | list[int], top_p: float, first_banned: torch.Tensor,
            generator: torch.Generator, temperature: float = 1.0, top_k: int = 200,
            constraint=None, split: int | None = None,

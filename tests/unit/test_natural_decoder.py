@@ -381,13 +381,16 @@ def test_second_stage_starts_from_the_trained_decoder(tmp_path, monkeypatch, cap
     assert "word list was not written (WordNet 3.0 database files (index.sense) not found)" in capsys.readouterr().err
 
 
-def test_sampling_products_agree_with_torch_and_follow_weight_changes():
-    """Inside ``openblas_products`` (sampling) the decoder's products run through numpy on cached
-    transposed weights (a layer's query, key and value side by side, as one product): the same
-    log-probabilities as torch's own products, and a weight changed in place is seen, a fused one
-    too; torch runs at one thread there and gets its own count back after."""
-    from eqi_core.decoder.bert import openblas_products
+@pytest.mark.parametrize("products", ["onnxruntime", "numpy"])
+def test_sampling_products_agree_with_torch_and_follow_weight_changes(products, monkeypatch):
+    """Inside ``sampling_products`` (sampling) the decoder's products run on cached transposed
+    weights (a layer's query, key and value side by side, as one product), through onnxruntime or
+    numpy: the same log-probabilities as torch's own products, and a weight changed in place is
+    seen, a fused one too; torch runs at one thread there and gets its own count back after."""
+    from eqi_core.decoder import bert
+    from eqi_core.decoder.bert import sampling_products
 
+    monkeypatch.setattr(bert, "PRODUCTS", products)
     model = tiny_model()
     emb = torch.nn.functional.normalize(torch.randn(3, 16, generator=torch.Generator().manual_seed(4)), dim=1)
     seq = torch.tensor([[1, 5, 9, 7], [1, 3, 3, 4], [1, 8, 6, 5]])
@@ -397,7 +400,7 @@ def test_sampling_products_agree_with_torch_and_follow_weight_changes():
 
     torch_path = logp().detach()  # gradient on: torch's products
     before = torch.get_num_threads()
-    with torch.no_grad(), openblas_products():
+    with torch.no_grad(), sampling_products():
         numpy_path = logp()
         torch.testing.assert_close(numpy_path, torch_path, atol=1e-5, rtol=1e-5)
         model.blocks[0].inter.weight.mul_(2.0)
@@ -406,8 +409,32 @@ def test_sampling_products_agree_with_torch_and_follow_weight_changes():
         model.out_bias.add_(torch.linspace(0, 1, len(model.out_bias)))
         changed = logp()
         assert (changed - numpy_path).abs().max() > 1e-3
-        with openblas_products():
+        with sampling_products():
             assert torch.get_num_threads() == 1
         assert torch.get_num_threads() == 1  # the outer use still runs
     assert torch.get_num_threads() == before
     torch.testing.assert_close(changed, logp().detach(), atol=1e-5, rtol=1e-5)
+
+
+def test_a_constant_product_in_a_forked_child_computes_with_numpy(monkeypatch):
+    """An onnxruntime session's threads do not survive fork: a child (a Dask worker made by fork)
+    multiplies with numpy instead, with the same result to float rounding."""
+    import numpy as np
+
+    from eqi_core.decoder import bert
+
+    monkeypatch.setattr(bert, "PRODUCTS", "onnxruntime")
+    rng = np.random.default_rng(0)
+    wt, b, x = (rng.standard_normal(s, dtype=np.float32) for s in ((16, 40), (40,), (5, 16)))
+    product = bert._ConstantProduct(lambda: wt, b)
+    assert product.session is not None
+    here = product(x)
+    np.testing.assert_allclose(here, x @ wt + b, rtol=1e-5, atol=1e-5)
+
+    class Inherited:  # a session whose threads stayed in the parent
+        def run(self, *args):
+            raise AssertionError("a forked child ran the parent's onnxruntime session")
+
+    monkeypatch.setattr(product, "session", Inherited())
+    monkeypatch.setattr(product, "pid", -1)  # as seen from another process
+    np.testing.assert_allclose(product(x), here, rtol=1e-5, atol=1e-5)
