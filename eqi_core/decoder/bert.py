@@ -372,7 +372,9 @@ def reorder(caches, index: torch.Tensor):
     return [(k.index_select(0, index), v.index_select(0, index)) for k, v in caches]
 
 
-@torch.no_grad()
+FEW_BEAM_ROWS = 64  # a beam search over at most this many rows (texts x beam) multiplies as sampling does
+
+
 def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
                 no_repeat: torch.Tensor, length_penalty: float = 0.6,
                 constraint=None, style: int | None = None) -> list[list[tuple[list[int], float]]]:
@@ -380,7 +382,20 @@ def beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_ba
     (the end, word continuations); ``no_repeat``: output rows (content-word starts) that may
     appear once per hypothesis; ``constraint``: a ``WordConstraint`` (known words only, no content
     word twice; a row with no allowed candidate takes the model's own). Returns per row up to
-    ``beam`` (vocabulary ids, normalised score)."""
+    ``beam`` (vocabulary ids, normalised score).
+
+    One text (8 rows at beam 8) runs its products as sampling does (``sampling_products``): p50
+    0.190 s against 0.257 with torch's (20 held-out questions, the same decodes); larger batches
+    keep torch's own at two threads."""
+    if len(emb) * beam <= FEW_BEAM_ROWS:
+        with sampling_products():
+            return _beam_search(model, emb, beam, first_banned, no_repeat, length_penalty, constraint, style)
+    return _beam_search(model, emb, beam, first_banned, no_repeat, length_penalty, constraint, style)
+
+
+@torch.no_grad()
+def _beam_search(model: BertPrefixDecoder, emb: torch.Tensor, beam: int, first_banned: torch.Tensor,
+                 no_repeat: torch.Tensor, length_penalty: float, constraint, style: int | None):
     cfg = model.cfg
     b, n_out = len(emb), len(model.out_ids)
     eos = int(model.out_index[cfg.eos_id])

@@ -93,6 +93,29 @@ def test_beam_of_one_is_greedy_and_no_repeat_is_kept():
             assert len(ids) == len(set(ids))  # each no-repeat token at most once
 
 
+def test_a_few_row_beam_search_runs_the_sampling_products_and_finds_the_same_hypotheses(monkeypatch):
+    """Up to ``FEW_BEAM_ROWS`` rows (one text), beam search multiplies as sampling does (torch at one
+    thread, constant products); a larger batch keeps torch's own products. Both find the same beams."""
+    from eqi_core.decoder import bert
+
+    model = tiny_model(seed=5)
+    emb = torch.nn.functional.normalize(torch.randn(2, 16, generator=torch.Generator().manual_seed(8)), dim=1)
+    none = torch.zeros(len(model.out_ids), dtype=torch.bool)
+    first = torch.zeros(0, dtype=torch.long)
+    seen = []
+    original = bert._constant_product
+    monkeypatch.setattr(bert, "_constant_product", lambda *a: seen.append(1) or original(*a))
+    few = bert.beam_search(model, emb, 3, first, none)
+    assert seen  # 6 rows: the sampling products
+    seen.clear()
+    monkeypatch.setattr(bert, "FEW_BEAM_ROWS", 4)
+    many = bert.beam_search(model, emb, 3, first, none)
+    assert not seen  # 6 rows over the limit: torch's own products
+    assert [[ids for ids, _ in row] for row in few] == [[ids for ids, _ in row] for row in many]
+    for a, b in zip(few, many):
+        assert [sc for _, sc in a] == pytest.approx([sc for _, sc in b], abs=1e-4)
+
+
 def tiny_corpus(seed: int):
     """40 unit embeddings with token rows [BOS, 2-6 words, EOS, PAD...]; every other one a query."""
     rng = np.random.default_rng(seed)
