@@ -81,9 +81,9 @@ def sampling_products():
     """The decoder's products through ``_ConstantProduct`` (``linear``) and torch at one thread, for
     sampling's few rows per step. torch's OpenMP workers spin between operations and took the 2
     cores from OpenBLAS's threads: ten PRF suggestions took 9 s with both at 2 threads, 1.4-1.5 s
-    like this against 1.5-1.6 s with torch alone (Zen 3 host). Beam search keeps torch at 2 threads: its
-    hundreds of rows per step (one batch of 60 texts at beam 8: 13.1 s against 23.4 s) and its
-    top-k over beam x 26k scores each want both. Nested and concurrent uses share one setting,
+    like this against 1.5-1.6 s with torch alone (Zen 3 host). A beam search over more than
+    ``FEW_BEAM_ROWS`` rows keeps torch at 2 threads: its hundreds of rows per step (one batch of 60
+    texts at beam 8: 13.1 s against 23.4 s) and its top-k over beam x 26k scores each want both. Nested and concurrent uses share one setting,
     restored when the last one ends."""
     with _SAMPLING_LOCK:
         _SAMPLING_DEPTH.append(torch.get_num_threads())
