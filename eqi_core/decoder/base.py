@@ -62,6 +62,68 @@ def terms(text: str) -> list[str]:
     return _TERM.findall(text.lower())
 
 
+def is_known_word(word: str, known) -> bool:
+    """A word of ``words`` in ``known`` or a number; a compound ("wi-fi", "parkinson's") also when
+    every part is (English compounds freely: "pro-functional" is two known words joined)."""
+    if word in known or word.isdigit():
+        return True
+    parts = [w for w in re.split(r"['-]", word) if w]
+    return len(parts) > 1 and all(w in known or w.isdigit() for w in parts)
+
+
+# WordPiece decoding puts a space around every punctuation token: "parkinson ' s", "wi - fi",
+# "( dme )", "1. 8 %". These rejoin them as the text was written (Hugging Face's
+# ``clean_up_tokenization`` joins every " ' "; here only before a contraction or a possessive, so
+# a quoted ' word ' keeps its spaces). The tokenizer splits both spellings into the same tokens, so
+# the encoder reads the result exactly as before.
+_JOINS = [
+    (re.compile(r"(?<=\w) ([’']) (s|t|re|ve|ll|d|m)\b"), r"\1\2"),  # what ' s, can ' t, i ' ve
+    (re.compile(r"(?<=\w) ([-/]) (?=\w)"), r"\1"),                  # wi - fi, 1999 - 2000, and / or
+    (re.compile(r"(?<=\d)\. (?=\d)"), "."),                          # 1. 8
+    (re.compile(r"(?<=\d), (?=\d{3}\b)"), ","),                       # 10, 000
+    (re.compile(r"(?<=\w) ([:;]) "), r"\1 "),                         # define : dog
+    (re.compile(r"(?<=\d) %"), "%"),                                 # 8 %
+    (re.compile(r"([$£€#]) (?=\d)"), r"\1"),                        # $ 3
+    (re.compile(r"([(\[“‘]) "), r"\1"),                               # ( dme
+    (re.compile(r" ([)\]”’])"), r"\1"),                               # dme )
+]
+_QUOTED = re.compile(r'"\s*([^"]*?)\s*"')
+_PAIRS = {"(": ")", "[": "]", "“": "”"}
+_DANGLING_END = "([{“‘'-–—,;:/&"
+_DANGLING_START = ")]}”’,;:.!?-–—/&"
+
+
+def detokenize(text: str) -> str:
+    """A decoder's text as a person would write it: punctuation joined back to its words, a
+    bracket or quote that is never closed (or never opened) dropped, and no line ending on an
+    open bracket, a comma or a hyphen nor starting on a closing one (a sampled text cut at the
+    maximum length ends mid-phrase: "... pro-functional p16 ( mir"). Words are unchanged."""
+    for pattern, repl in _JOINS:
+        text = pattern.sub(repl, text)
+    drop: set[int] = set()
+    for open_, close in _PAIRS.items():
+        stack = []
+        for i, ch in enumerate(text):
+            if ch == open_:
+                stack.append(i)
+            elif ch == close:
+                if stack:
+                    stack.pop()
+                else:
+                    drop.add(i)
+        drop.update(stack)
+    quotes = [i for i, ch in enumerate(text) if ch == '"']
+    if len(quotes) % 2:
+        drop.add(quotes[-1])
+    if drop:
+        text = "".join(ch for i, ch in enumerate(text) if i not in drop)
+    text = _QUOTED.sub(r'"\1"', text)
+    text = " ".join(text.split())
+    while text and (text[-1] in _DANGLING_END or text[0] in _DANGLING_START):
+        text = text.rstrip(_DANGLING_END).lstrip(_DANGLING_START).strip()
+    return text
+
+
 def fold(word: str) -> str:
     """A word as an uncased BERT tokenizer reads it, accents stripped ("données" -> "donnees"): "cafe"
     and "café" are one word to the dense ranker, so neither expands a query holding the other."""

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, function_words, words
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize, function_words, words
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, token_specials
@@ -372,7 +372,8 @@ class NaturalDecoderModel:
         return free
 
     def text(self, ids: list[int]) -> str:
-        return self.tok.decode(ids, skip_special_tokens=True)
+        """Vocabulary ids as text, punctuation joined as written (``detokenize``)."""
+        return detokenize(self.tok.decode(ids, skip_special_tokens=True))
 
     def decode(self, embeddings: np.ndarray, n: int = 5, beam: int | None = None) -> list[list[Candidate]]:
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize
 
 WEIGHTS = "decoder.safetensors"
 CARD = "card.json"
@@ -243,7 +243,7 @@ class NeuralDecoder:
         out = []
         for start in range(0, len(x), 64):
             for hyps in beam_search(self.model, x[start:start + 64], width, self.banned, self.continuation):
-                cands = [Candidate(self.vocab.text(ids), float(s), source="decoded") for ids, s in hyps]
+                cands = [Candidate(detokenize(self.vocab.text(ids)), float(s), source="decoded") for ids, s in hyps]
                 out.append(dedupe(cands, n))
         return out
 

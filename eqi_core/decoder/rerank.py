@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqi_core.decoder.base import Candidate, as_matrix, dedupe, repeats_a_content_word, words
+from eqi_core.decoder.base import Candidate, as_matrix, dedupe, is_known_word, repeats_a_content_word, words
 
 
 @dataclass
@@ -100,7 +100,7 @@ def fluent(texts: list[str], lexicon=None) -> list[str]:
     texts = ([t for t in texts if not repeats_a_content_word(t, inflected=True)]
              or [t for t in texts if not repeats_a_content_word(t)] or texts)
     if lexicon is not None:
-        texts = [t for t in texts if all(w in lexicon or w.isdigit() for w in words(t))] or texts
+        texts = [t for t in texts if all(is_known_word(w, lexicon) for w in words(t))] or texts
     return texts
 
 

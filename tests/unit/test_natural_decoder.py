@@ -283,6 +283,25 @@ def test_copy_baselines_and_fluency_hand_cases():
     assert f["nonword"] == pytest.approx(1 / 12)  # 'rivver'; numbers are not counted as non-words
     assert f["repeat"] == pytest.approx(1 / 4) and f["words"] == pytest.approx(3.0)
     assert f["repeat_inflected"] == pytest.approx(2 / 4)  # 'banking bank': one word in two forms
+    assert fluency(["a river-bank", "a rivver-bank"], lex)["nonword"] == pytest.approx(1 / 4)  # compounds by their parts
+
+
+def test_decoded_text_is_detokenized():
+    from eqi_core.decoder.natural import NaturalDecoderModel
+
+    class Tok:  # WordPiece's decode: a space around every punctuation token
+        pieces = {1: "what", 2: "'", 3: "s", 4: "(", 5: "wi", 6: "-", 7: "fi"}
+
+        def get_vocab(self):
+            return {str(i): i for i in range(VOCAB)}
+
+        def id_to_token(self, i):
+            return self.pieces.get(i, f"w{i}")
+
+        def decode(self, ids, skip_special_tokens=True):
+            return " ".join(self.id_to_token(i) for i in ids)
+
+    assert NaturalDecoderModel(tiny_model(), Tok()).text([1, 2, 3, 5, 6, 7, 4]) == "what's wi-fi"
 
 
 def test_natural_checkpoint_for_another_encoder_is_refused(tmp_path):
