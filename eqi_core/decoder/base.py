@@ -78,7 +78,7 @@ def is_known_word(word: str, known) -> bool:
 # the encoder reads the result exactly as before.
 _JOINS = [
     (re.compile(r"(?<=\w) ([’']) (s|t|re|ve|ll|d|m)\b"), r"\1\2"),  # what ' s, can ' t, i ' ve
-    (re.compile(r"(?<=\w) ([-/]) (?=\w)"), r"\1"),                  # wi - fi, 1999 - 2000, and / or
+    (re.compile(r"(?<=[\w)\]]) ([-/]) (?=[\w(\[])"), r"\1"),         # wi - fi, 1999 - 2000, and / or, (een-2) - induced
     (re.compile(r"(?<=\d)\. (?=\d)"), "."),                          # 1. 8
     (re.compile(r"(?<=\d), (?=\d{3}\b)"), ","),                       # 10, 000
     (re.compile(r"(?<=\w) ([:;]) "), r"\1 "),                         # define : dog
@@ -97,7 +97,8 @@ def detokenize(text: str) -> str:
     """A decoder's text as a person would write it: punctuation joined back to its words, a
     bracket or quote that is never closed (or never opened) dropped, and no line ending on an
     open bracket, a comma or a hyphen nor starting on a closing one (a sampled text cut at the
-    maximum length ends mid-phrase: "... pro-functional p16 ( mir"). Words are unchanged."""
+    maximum length ends mid-phrase: "... pro-functional p16 ( mir"). No letter or digit is added
+    or removed (``words`` reads a joined compound as one word, as it reads a reference's)."""
     for pattern, repl in _JOINS:
         text = pattern.sub(repl, text)
     drop: set[int] = set()

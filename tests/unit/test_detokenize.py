@@ -15,6 +15,7 @@ from eqi_core.encoders import minilm_l6_dir
     ("price per square foot : $ 3. 25 to $ 5. 50, 1. 8 %", "price per square foot: $3.25 to $5.50, 1.8%"),
     ("between 1, 2 and 10, 000", "between 1, 2 and 10,000"),  # a list stays a list; thousands join
     ("famciclovir ( famvir ) is used", "famciclovir (famvir) is used"),
+    ("kinase 2 ( een - 2 ) - induced phenotypes", "kinase 2 (een-2)-induced phenotypes"),
     ('the " kick - ass " film', 'the "kick-ass" film'),
     ("the students ' books", "the students ' books"),  # not a contraction: left as decoded
 ])
@@ -44,7 +45,8 @@ def test_the_encoder_reads_joined_text_as_the_same_tokens():
     every nDCG) is what it was; only word counts see the joined words."""
     tok = Tokenizer.from_file(str(minilm_l6_dir() / "tokenizer.json"))
     for text in ["what ' s the parkinson ' s disease?", "non - cardiac 1999 - 2000 ( mir ) can ' t",
-                 'the " kick - ass " film, 1. 8 % i \' ve', "costs : $ 3. 25 to $ 5. 50"]:
+                 'the " kick - ass " film, 1. 8 % i \' ve', "costs : $ 3. 25 to $ 5. 50",
+                 "kinase 2 ( een - 2 ) - induced phenotypes"]:
         assert tok.encode(detokenize(text)).ids == tok.encode(text).ids, text
     assert words("parkinson ' s disease") == ["parkinson", "s", "disease"]
     assert words(detokenize("parkinson ' s disease")) == ["parkinson's", "disease"]  # as a reference writes it
