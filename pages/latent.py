@@ -122,33 +122,40 @@ else:
     st.info(f"No step ranks the target first; the best is “{literal(best['decoded'])}” at rank {int(best['target_rank'])} "
             f"(step {int(best['step'])}).", icon=":material/info:")
 
-# -- steps table and the map --------------------------------------------------------------------------------
-left, right = st.columns([1, 1])
-# the mark has its own narrow column before the text: appended to the source, it fell past the table's width
+# -- steps table, then the map and the per-step chart -------------------------------------------------------
+# the table takes the page's width: in a half-width column the decoded text, its source and the ranks fell
+# past the table's edge behind a horizontal scroll
 shown = frame[["step", "original", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
     columns={"original": "repeats query", "target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)",
              "cos_target": "cos(d)"})
-left.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
-              "the original query is ticked under *repeats query* and never counted as a reformulation)")
-picked = left.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
-                        column_config={"repeats query": st.column_config.CheckboxColumn(
-                                           help="this step decodes to the original query: not a reformulation"),
-                                       "nDCG@10": st.column_config.NumberColumn(format="%.3f"),
-                                       "cos(q)": st.column_config.NumberColumn(format="%.3f"),
-                                       "cos(d)": st.column_config.NumberColumn(format="%.3f")})
-left.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
-                     icon=":material/download:")
-with right:
+st.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
+            "the original query is ticked under *repeats query* and never counted as a reformulation)")
+picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
+                      column_config={"step": st.column_config.NumberColumn(width=45),
+                                     "repeats query": st.column_config.CheckboxColumn(
+                                         width=105, help="this step decodes to the original query: not a reformulation"),
+                                     "decoded": st.column_config.TextColumn(width=280),
+                                     "source": st.column_config.TextColumn(
+                                         width=185, help="decoded, corrected (re-ranked by the encoder) or looked up from the log"),
+                                     "target rank": st.column_config.NumberColumn(width=85),
+                                     "nDCG@10": st.column_config.NumberColumn(format="%.3f", width=75),
+                                     "cos(q)": st.column_config.NumberColumn(format="%.3f", width=60),
+                                     "cos(d)": st.column_config.NumberColumn(format="%.3f", width=60)})
+st.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
+                   icon=":material/download:")
+left, right = st.columns([1, 1])
+with left:
     from eqi_core.projection import trajectory_map
 
     with st.spinner("Fitting the UMAP map of the neighbourhood (the first map in a process compiles UMAP)..."):
         points, path = trajectory_map(space, trav)
     fig_map = trajectory(points, path)
     st.plotly_chart(fig_map, config=PLOT_CONFIG, key="lat_map")
-figure_downloads(fig_map, "traversal_map", "lat_map_dl")
-fig_steps = traversal_steps(frame)
-st.plotly_chart(fig_steps, config=PLOT_CONFIG, key="lat_steps_fig")
-figure_downloads(fig_steps, "traversal_steps", "lat_steps_dl")
+    figure_downloads(fig_map, "traversal_map", "lat_map_dl")
+with right:
+    fig_steps = traversal_steps(frame)
+    st.plotly_chart(fig_steps, config=PLOT_CONFIG, key="lat_steps_fig")
+    figure_downloads(fig_steps, "traversal_steps", "lat_steps_dl")
 
 # -- one step's results ---------------------------------------------------------------------------------------
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
