@@ -86,7 +86,12 @@ _JOINS = [
     (re.compile(r"([$£€#]) (?=\d)"), r"\1"),                        # $ 3
     (re.compile(r"([(\[“‘]) "), r"\1"),                               # ( dme
     (re.compile(r" ([)\]”’])"), r"\1"),                               # dme )
+    (re.compile(r"\b([a-z])\. ([a-z])\.(?= |$)"), r"\1.\2."),          # u. s., e. g.
 ]
+# a plural possessive ("legionnaires ' disease"): joined only when it is the text's one spaced
+# apostrophe, so that a quoted ' word ' (two of them) keeps its spaces
+_LONE_APOSTROPHE = re.compile(r" ' ")
+_PLURAL_POSSESSIVE = re.compile(r"(?<=\ws) ' (?=\w)")
 _QUOTED = re.compile(r'"\s*([^"]*?)\s*"')
 _PAIRS = {"(": ")", "[": "]", "“": "”"}
 _DANGLING_END = "([{“‘'-–—,;:/&"
@@ -101,6 +106,8 @@ def detokenize(text: str) -> str:
     or removed (``words`` reads a joined compound as one word, as it reads a reference's)."""
     for pattern, repl in _JOINS:
         text = pattern.sub(repl, text)
+    if len(_LONE_APOSTROPHE.findall(f" {text} ")) == 1:
+        text = _PLURAL_POSSESSIVE.sub("' ", text)
     drop: set[int] = set()
     for open_, close in _PAIRS.items():
         stack = []

@@ -17,7 +17,10 @@ from eqi_core.encoders import minilm_l6_dir
     ("famciclovir ( famvir ) is used", "famciclovir (famvir) is used"),
     ("kinase 2 ( een - 2 ) - induced phenotypes", "kinase 2 (een-2)-induced phenotypes"),
     ('the " kick - ass " film', 'the "kick-ass" film'),
-    ("the students ' books", "the students ' books"),  # not a contraction: left as decoded
+    ("legionnaires ' disease in the u. s. (e. g. ohio)", "legionnaires' disease in the u.s. (e.g. ohio)"),
+    ("the students ' books and ' quoted ' words", "the students ' books and ' quoted ' words"),  # which pairs?
+    ("the students ' ' books", "the students ' ' books"),  # two: left as decoded
+    ("a ' word ' in quotes", "a ' word ' in quotes"),  # a quoted word is not a possessive
 ])
 def test_spaced_punctuation_is_joined_as_written(decoded, written):
     assert detokenize(decoded) == written
@@ -46,7 +49,7 @@ def test_the_encoder_reads_joined_text_as_the_same_tokens():
     tok = Tokenizer.from_file(str(minilm_l6_dir() / "tokenizer.json"))
     for text in ["what ' s the parkinson ' s disease?", "non - cardiac 1999 - 2000 ( mir ) can ' t",
                  'the " kick - ass " film, 1. 8 % i \' ve', "costs : $ 3. 25 to $ 5. 50",
-                 "kinase 2 ( een - 2 ) - induced phenotypes"]:
+                 "kinase 2 ( een - 2 ) - induced phenotypes", "legionnaires ' disease in the u. s."]:
         assert tok.encode(detokenize(text)).ids == tok.encode(text).ids, text
     assert words("parkinson ' s disease") == ["parkinson", "s", "disease"]
     assert words(detokenize("parkinson ' s disease")) == ["parkinson's", "disease"]  # as a reference writes it
