@@ -54,6 +54,7 @@ def test_example_traversal_fixes_a_failing_query(dashboard, page):
     assert "query=" in page.url and "k=10" in page.url
     page.locator("svg.main-svg").first.wait_for(timeout=180_000)  # the UMAP map
     page.get_by_text("decoded steps", exact=False).first.wait_for(timeout=180_000)  # its legend
+    page.set_viewport_size({"width": 1400, "height": 2100})  # the map sits below the full-width steps table
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("example-traversal.png")), full_page=True)
 
