@@ -88,6 +88,26 @@ _JOINS = [
     (re.compile(r" ([)\]”’])"), r"\1"),                               # dme )
     (re.compile(r"\b([a-z])\. ([a-z])\.(?= |$)"), r"\1.\2."),          # u. s., e. g.
 ]
+# MS MARCO's passages hold UTF-8 read as cp1252 ("Â°" for a degree sign, "â€¢" for a bullet), which
+# the uncased tokenizer folds to "a°", "a¢": the decoder learned to write them from passage crops.
+# A degree, registered or copyright sign keeps its symbol; a bullet's, an ellipsis' or a quote's
+# remains mark the text as garbled (``has_mojibake``): "intro¦m", "a¢ the definition".
+_STRAY_A = re.compile(r"(?<![a-z])a([°®©])")
+_MOJIBAKE = re.compile(r"¦|¤|a[€™œ]|(?<![\d$])¢|(?<!\d)(?<!\d )€(?! ?\d)")
+
+
+def has_mojibake(text: str) -> bool:
+    """Whether ``text`` holds the remains of mis-decoded UTF-8 (a cent sign is one only away from a
+    number, a euro sign only away from a number on either side)."""
+    return bool(_MOJIBAKE.search(text))
+
+
+def uses_known_words(text: str, known) -> bool:
+    """Every word of ``text`` known (``is_known_word``) and no garbled character between them: the
+    test a candidate passes to be shown when some candidate does."""
+    return not has_mojibake(text) and all(is_known_word(w, known) for w in words(text))
+
+
 # a plural possessive ("legionnaires ' disease"): joined only when it is the text's one spaced
 # apostrophe, so that a quoted ' word ' (two of them) keeps its spaces
 _LONE_APOSTROPHE = re.compile(r" ' ")
@@ -103,9 +123,11 @@ def detokenize(text: str) -> str:
     bracket or quote that is never closed (or never opened) dropped, and no line ending on an
     open bracket, a comma or a hyphen nor starting on a closing one (a sampled text cut at the
     maximum length ends mid-phrase: "... pro-functional p16 ( mir"). No letter or digit is added
-    or removed (``words`` reads a joined compound as one word, as it reads a reference's)."""
+    or removed (``words`` reads a joined compound as one word, as it reads a reference's), but for
+    the "a" that mis-decoded UTF-8 leaves before a degree sign ("16 a°c" -> "16 °c")."""
     for pattern, repl in _JOINS:
         text = pattern.sub(repl, text)
+    text = _STRAY_A.sub(r"\1", text)  # "16 a°c" -> "16 °c"
     if len(_LONE_APOSTROPHE.findall(f" {text} ")) == 1:
         text = _PLURAL_POSSESSIVE.sub("' ", text)
     drop: set[int] = set()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqi_core.decoder.base import Candidate, as_matrix, dedupe, is_known_word, repeats_a_content_word, words
+from eqi_core.decoder.base import Candidate, as_matrix, dedupe, repeats_a_content_word, uses_known_words, words
 
 
 @dataclass
@@ -95,12 +95,12 @@ def fluent(texts: list[str], lexicon=None) -> list[str]:
     them: repeating a word moves the embedding towards it), in any form where some text repeats
     none ("how to baking bake bread"; else without exact repeats) and, given the decoder's word
     list, without those holding a word outside it (left by the decoder's fallback when no known word
-    could be spelled), unless every text does."""
+    could be spelled) or a garbled character (``has_mojibake``), unless every text does."""
     texts = list(dict.fromkeys(t for t in texts if words(t)))
     texts = ([t for t in texts if not repeats_a_content_word(t, inflected=True)]
              or [t for t in texts if not repeats_a_content_word(t)] or texts)
     if lexicon is not None:
-        texts = [t for t in texts if all(is_known_word(w, lexicon) for w in words(t))] or texts
+        texts = [t for t in texts if uses_known_words(t, lexicon)] or texts
     return texts
 
 

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (the torch convention)
 from torch import nn
 
-from eqi_core.decoder.base import DecoderError, is_known_word, repeats_a_content_word, words
+from eqi_core.decoder.base import DecoderError, repeats_a_content_word, uses_known_words, words
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.store import ArtifactStore, atomic_path
@@ -442,9 +442,10 @@ def collection_lexicon(collection) -> frozenset[str]:
 
 
 def real_word_test(collection) -> Callable[[str], bool]:
-    """Whether a text uses only words of ``collection_lexicon`` (and numbers; compounds of them)."""
+    """Whether a text uses only words of ``collection_lexicon`` (and numbers; compounds of them), with no
+    garbled character between them."""
     known = collection_lexicon(collection)
-    return lambda text: all(is_known_word(w, known) for w in words(text))
+    return lambda text: uses_known_words(text, known)
 
 
 def _fluent(pool: list[str], query: str) -> list[str]:

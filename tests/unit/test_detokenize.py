@@ -61,3 +61,35 @@ def test_a_compound_is_a_known_word_when_its_parts_are():
     assert is_known_word("1999-2000", known) and is_known_word("2021", known)
     assert not is_known_word("non-cardiac", known)  # 'non' is not known
     assert not is_known_word("xhanant", known) and not is_known_word("-", known)
+
+
+@pytest.mark.parametrize("text, garbled", [
+    ("a¢ the definition of the environment", True),      # a bullet's remains ("â€¢")
+    ("what is absolute host prescription for intro¦m", True),  # an ellipsis' ("â€¦")
+    ("can a™t stop", True), ("the a€œbest", True),
+    ("costs 50¢ or €5 or 5 €", False),                     # currency stays currency
+    ("the ¢ sign", True), ("the € sign", True),
+    ("below 16 °c (423 k)", False), ("windows® and linux", False), ("the greek letters αβγ", False),
+])
+def test_mis_decoded_utf8_is_recognised(text, garbled):
+    from eqi_core.decoder.base import has_mojibake
+
+    assert has_mojibake(text) == garbled
+
+
+def test_a_degree_sign_loses_the_a_that_mis_decoded_utf8_left():
+    assert detokenize("below 16 a°c (423 k) or 61 a°f") == "below 16 °c (423 k) or 61 °f"
+    assert detokenize("rifampin a® and (a°c)") == "rifampin ® and (°c)"
+    assert detokenize("a data°c") == "a data°c"  # only a lone "a" glued to the sign
+
+
+def test_a_garbled_candidate_is_set_aside_when_a_clean_one_exists():
+    from eqi_core.decoder.base import uses_known_words
+    from eqi_core.decoder.rerank import fluent
+
+    known = {"the", "definition", "of", "environment", "a"}
+    assert uses_known_words("the definition of environment", known)
+    assert not uses_known_words("a¢ the definition of environment", known)
+    assert fluent(["a¢ the definition of environment", "the definition of environment"], known) == [
+        "the definition of environment"]
+    assert fluent(["a¢ the definition of environment"], known) == ["a¢ the definition of environment"]  # else kept
