@@ -90,10 +90,12 @@ if ranker is not None and query.strip():
         st.dataframe(
             judged.results, hide_index=True, width="stretch", key="search_results",
             column_order=["rank", "score", "judgment", "doc_id", "text"],
-            column_config={
-                "judgment": st.column_config.TextColumn("judged", help="relevance grade in the qrels"),
-                "score": st.column_config.NumberColumn("score", format="%.4f"),
-                "text": st.column_config.TextColumn("passage", width="large"),
+            column_config={  # narrow numbers, so the passage gets the width
+                "rank": st.column_config.NumberColumn("rank", width=50),
+                "judgment": st.column_config.TextColumn("judged", width=90, help="relevance grade in the qrels"),
+                "score": st.column_config.NumberColumn("score", format="%.4f", width=75),
+                "doc_id": st.column_config.TextColumn("doc_id", width=110),
+                "text": st.column_config.TextColumn("passage", width=620),
             },
         )
         st.plotly_chart(result_grades(judged.results), key="search_figure")
