@@ -9,3 +9,14 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 def literal(text: object) -> str:
     """``text`` with every Markdown (and Streamlit directive) character backslash-escaped."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def result_columns() -> dict:
+    """Column settings for a top-k table (rank, doc_id, score, passage, grade, target): the numbers
+    narrow, so the passage text gets the table's width instead of falling past its edge."""
+    import streamlit as st
+
+    return {"rank": st.column_config.NumberColumn(width=50), "doc_id": st.column_config.TextColumn(width=110),
+            "score": st.column_config.NumberColumn(format="%.3f", width=65),
+            "passage": st.column_config.TextColumn(width=585), "grade": st.column_config.NumberColumn(width=55),
+            "target": st.column_config.TextColumn(width=70)}

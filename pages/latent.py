@@ -11,7 +11,7 @@ from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, tra
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop
-from pages._text import literal
+from pages._text import literal, result_columns
 from pages._url import copy_link, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
@@ -168,7 +168,7 @@ st.session_state["_lat_step_walk"] = params
 step = st.selectbox("Results of step", step_options, key="lat_step_pick",
                     format_func=lambda k: f"{k}: {frame['decoded'].iloc[k]}")
 top = space.judged_top(trav.decoded_emb[step], trav.query_id, target, 10)
-st.dataframe(top, hide_index=True, key="lat_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+st.dataframe(top, hide_index=True, key="lat_top", column_config=result_columns())
 
 # -- decode box --------------------------------------------------------------------------------------------------
 st.subheader("Decode a passage")

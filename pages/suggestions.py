@@ -13,7 +13,7 @@ from eqi_core.suggestion.panel import CHOICES, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop
-from pages._text import literal
+from pages._text import literal, result_columns
 from pages._url import copy_link, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
@@ -106,7 +106,7 @@ if not judged:
     top = top.drop(columns=["grade", "target"])
 else:
     top["target"] = top["target"].str.replace("target", "gold")
-st.dataframe(top, hide_index=True, key="sug_top", column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+st.dataframe(top, hide_index=True, key="sug_top", column_config=result_columns())
 
 with st.expander("About the suggestion models: training data and evaluation (eqi train-suggester, eqi eval-suggestions)"):
     cards, rankers = {}, {}
