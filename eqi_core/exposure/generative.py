@@ -18,6 +18,21 @@ from eqi_core.exposure.setup import ExposureSetup
 from eqi_core.rankers import build_ranker, ranker_spec
 
 ORIGINS = ("passage", "between", "neighbourhood")
+# Beam hypotheses at one point often differ only in their last words ("... to accept cash or a house" /
+# "... or a mortgage"): counted apart they inflate "unseen queries exposing it". Two candidates whose
+# content words overlap this much (Jaccard) are one query; the first decoded (the better beam) is kept.
+NEAR_DUPLICATE = 0.75
+
+
+def near_duplicate(a: str, b: str) -> bool:
+    """Whether two decoded texts are one query worded twice: the same words, or content words whose
+    Jaccard overlap reaches ``NEAR_DUPLICATE``."""
+    from eqi_core.decoder.base import content_words, words
+
+    if words(a) == words(b):
+        return True
+    wa, wb = set(content_words(a)), set(content_words(b))
+    return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= NEAR_DUPLICATE
 
 
 @dataclass
@@ -77,7 +92,8 @@ def passage_ranks(setup: ExposureSetup, queries: list[str], doc: int | None, tex
 
 def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, doc_id: str | None = None,
                       text: str | None = None, seed: int = 0) -> GeneratedExposure:
-    """Up to ``n`` decoded candidate queries for a passage (by id, or pasted text), best rank first."""
+    """Up to ``n`` decoded candidate queries for a passage (by id, or pasted text), best rank first; a
+    near-duplicate of an earlier candidate (``near_duplicate``) is not counted again."""
     if n <= 0:
         raise DataError(f"--generate {n}: expected a positive number of queries")
     if (doc_id is None) == (text is None):
@@ -88,12 +104,10 @@ def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, 
     logged_total = int((n_qd - r0[r0 < n_qd]).sum())
     exposing_emb = space.query_emb[q_idx[:5]] if len(q_idx) else np.zeros((0, len(passage_emb)), np.float32)
     decoder = space.decoder("decoder")
-    seen, rows = set(), []
+    rows: list[dict] = []
     for origin, point, keep in decode_points(space, passage_emb, exposing_emb, seed):
         for cand in decoder.decode(np.asarray(point, np.float32)[None], n=keep)[0]:
-            key = " ".join(cand.text.lower().split())
-            if key and key not in seen:
-                seen.add(key)
+            if cand.text.strip() and not any(near_duplicate(cand.text, r["query"]) for r in rows):
                 rows.append({"query": cand.text, "origin": origin})
     frame = pd.DataFrame(rows, columns=["query", "origin"])
     if frame.empty:

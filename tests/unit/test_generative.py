@@ -62,3 +62,23 @@ def test_copy_baseline_and_evaluation_table(tiny, spaces):
     assert res["copy_rank"].iloc[0] == passage_ranks(setup, [res["copy_query"].iloc[0]], 0, None)[0]
     assert (res["unseen_exposing"] <= res["candidates"]).all()
     assert (res["unseen_exposing_real_words"] <= res["unseen_exposing"]).all()
+
+
+def test_near_duplicate_beams_count_once():
+    from eqi_core.exposure.generative import near_duplicate
+
+    a = "the bank at a financial institution that checks a deposit in a loan to accept cash or a house"
+    b = "the bank at a financial institution that checks a deposit in a loan to accept cash or a mortgage"
+    assert near_duplicate(a, b)  # 8 of their 10 content words shared: one query, two endings
+    assert near_duplicate("Bank deposit", "bank  deposit")  # the same words
+    assert not near_duplicate("bank checking a institution", "bank deposit in a financial institution")  # 2 of 5
+    assert not near_duplicate("the", "a")  # no content words, different words
+
+
+def test_generated_candidates_are_distinct_queries(tiny, spaces):
+    from eqi_core.exposure.generative import near_duplicate
+
+    store, space = spaces
+    setup = prepare_exposure(tiny, "minilm-l6", store, depth=100)
+    texts = list(generate_exposure(setup, space, n=30, n_qd=3, doc_id="d1").candidates["query"])
+    assert not any(near_duplicate(a, b) for i, a in enumerate(texts) for b in texts[i + 1:]), texts
