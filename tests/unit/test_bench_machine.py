@@ -80,10 +80,11 @@ def test_onnx_gemm_ceiling_is_a_positive_rate():
     assert 0 < rate < 1e5
 
 
-def test_paths_take_turns_and_each_keeps_its_fastest_rounds_output(monkeypatch):
-    seconds = iter([5, 2, 1, 4])  # a: 5 then 1 s; b: 2 then 4 s
+def test_paths_take_turns_in_a_turning_order_and_each_keeps_its_fastest_rounds_output(monkeypatch):
+    # rounds run a b c, then b c a, then c a b: no path always starts a round
+    seconds = iter([5, 2, 3, 4, 6, 1, 9, 9, 9])  # a: 5, 1, 9; b: 2, 4, 9; c: 3, 6, 9
     monkeypatch.setattr("eqi_core.bench._best_of", lambda fn, repeats: (next(seconds), fn()))
-    calls, outputs = [], {"a": iter(["a1", "a2"]), "b": iter(["b1", "b2"])}
+    calls, outputs = [], {name: iter([f"{name}{i}" for i in (1, 2, 3)]) for name in "abc"}
 
     def path(name):
         def run():
@@ -91,6 +92,6 @@ def test_paths_take_turns_and_each_keeps_its_fastest_rounds_output(monkeypatch):
             return next(outputs[name])
         return run
 
-    best = _taking_turns({"a": path("a"), "b": path("b")}, rounds=2, pause=0)
-    assert calls == ["a", "b", "a", "b"]
-    assert best == {"a": (1, "a2"), "b": (2, "b1")}
+    best = _taking_turns({name: path(name) for name in "abc"}, rounds=3, pause=0)
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert best == {"a": (1, "a2"), "b": (2, "b1"), "c": (3, "c1")}
