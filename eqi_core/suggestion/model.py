@@ -508,8 +508,11 @@ def sample_pool_and_walks(space, query: str, q: np.ndarray, target: np.ndarray, 
     if not any(map(is_real, texts)) and not how.fractions:
         texts = _fluent(pool + beams(FALLBACK, targets[:1]), query)
     walks = _fluent(walked, query)
-    # made-up words ("nanotechtomic") are kept only when nothing else is left
-    return [t for t in texts if is_real(t)] or texts, [t for t in walks if is_real(t)] or walks
+    # made-up words ("nanotechtomic") are kept only when nothing else is left, samples and walks together:
+    # a walk towards a passage of rare terms decodes made-up words more often than the samples do
+    if any(map(is_real, texts + walks)):
+        return [t for t in texts if is_real(t)], [t for t in walks if is_real(t)]
+    return texts, walks
 
 
 def decode_suggestions(space, query: str, q: np.ndarray, target: np.ndarray, n: int = MAX_SUGGESTIONS,

@@ -97,7 +97,7 @@ def candidate_pool(space, query: str, q: np.ndarray, feedback: np.ndarray, targe
     from dataclasses import replace
 
     from eqi_core.suggestion.baselines import feedback_walk_points
-    from eqi_core.suggestion.model import DECODING, sample_pool, sample_pool_and_walks
+    from eqi_core.suggestion.model import DECODING, real_word_test, sample_pool, sample_pool_and_walks
 
     how = how or DECODING
     points = feedback_walk_points(q, space.ranker.doc_embeddings[np.asarray(feedback)])
@@ -107,6 +107,11 @@ def candidate_pool(space, query: str, q: np.ndarray, feedback: np.ndarray, targe
         samples += sample_pool(space, query, q, targets, seed + TOP_UP_SEED,
                                replace(how, samples=DECODING.samples - how.samples))
         texts = list(dict.fromkeys(samples + walks))
+        # the top-up keeps made-up words when its own samples have nothing else; the pool, only when
+        # none of its candidates is made of known words
+        is_real = real_word_test(space.collection)
+        if any(map(is_real, texts)):
+            texts = [t for t in texts if is_real(t)]
     if not texts:
         return CandidatePool([], np.zeros((0, q.shape[0]), np.float32), np.zeros((0, len(FEATURES))), np.zeros(0, int))
     sampled = set(samples)

@@ -324,6 +324,55 @@ def test_the_prf_pool_samples_once_at_each_walk_point_in_the_samples_batch(natur
     assert "river bank" not in [" ".join(words(t)) for t in samples + walks]
 
 
+def test_made_up_words_stay_only_when_no_sample_or_walk_is_without_them(natural_space, monkeypatch):
+    """A walk towards a passage of rare terms can decode nothing but made-up words while the samples
+    are fine: the pool then drops those walks (it kept them, and showed "bankrolferd" on a small
+    collection). Made-up words are shown only when nothing else is left."""
+    from types import SimpleNamespace
+
+    from eqi_core.suggestion.model import real_word_test, sample_pool_and_walks
+
+    space, _ = natural_space
+    real, made_up = "the sloping land beside a river", "zzqxv bankrolferd"
+    is_real = real_word_test(space.collection)
+    assert is_real(real) and not is_real(made_up)
+    q = space.encode(["river bank"])[0]
+    points = space.encode(["a steep slope", "money in a bank"])
+
+    def drawing(sample_text, walk_text):
+        def sample_rows(emb, n, split=None, **kw):
+            return [[sample_text] * k for k in n[:split]] + [[walk_text] for _ in n[split:]]
+        monkeypatch.setattr(space.model, "sample_rows", sample_rows)
+
+    # the decoder's fallback beam search writes made-up words too
+    monkeypatch.setattr(space.model, "decode", lambda emb, n=1, beam=4: [[SimpleNamespace(text=made_up)]] * len(emb))
+    drawing(real, made_up)
+    assert sample_pool_and_walks(space, "river bank", q, q[None], points, seed=0) == ([real], [])
+    drawing(made_up, real)
+    assert sample_pool_and_walks(space, "river bank", q, q[None], points, seed=0) == ([], [real])
+    drawing(made_up, made_up)
+    assert sample_pool_and_walks(space, "river bank", q, q[None], points, seed=0) == ([made_up], [made_up])
+
+
+def test_a_topped_up_pool_keeps_made_up_words_only_when_nothing_else_is_left(natural_space, monkeypatch):
+    from dataclasses import replace
+
+    from eqi_core.suggestion import model as model_mod
+    from eqi_core.suggestion.rerank import candidate_pool
+
+    space, _ = natural_space
+    monkeypatch.setattr(model_mod, "sample_pool_and_walks", lambda *a: (["bank of a river"], ["river side"]))
+    monkeypatch.setattr(model_mod, "sample_pool", lambda *a: ["zzqxv bankrolferd"])  # the top-up's own fallback
+    q = space.encode(["river bank"])[0]
+    _, fb = space.top(q[None], FEEDBACK)
+    how = replace(model_mod.DECODING, samples=4)
+    assert candidate_pool(space, "river bank", q, fb[0], q[None], seed=7, how=how, least=5).texts == \
+        ["bank of a river", "river side"]
+    monkeypatch.setattr(model_mod, "sample_pool_and_walks", lambda *a: ([], []))
+    assert candidate_pool(space, "river bank", q, fb[0], q[None], seed=7, how=how, least=5).texts == \
+        ["zzqxv bankrolferd"]
+
+
 def test_bench_suggest_times_each_method_and_judges_only_the_models(natural_space, tiny_suggester):
     from eqi_core.bench import bench_suggest
 
