@@ -90,10 +90,11 @@ _JOINS = [
 ]
 # MS MARCO's passages hold UTF-8 read as cp1252 ("Â°" for a degree sign, "â€¢" for a bullet), which
 # the uncased tokenizer folds to "a°", "a¢": the decoder learned to write them from passage crops.
-# A degree, registered or copyright sign keeps its symbol; a bullet's, an ellipsis' or a quote's
-# remains mark the text as garbled (``has_mojibake``): "intro¦m", "a¢ the definition".
-_STRAY_A = re.compile(r"(?<![a-z])a([°®©])")
-_MOJIBAKE = re.compile(r"¦|¤|a[€™œ]|(?<![\d$])¢|(?<!\d)(?<!\d )€(?! ?\d)")
+# A degree (also written "º"), registered or copyright sign keeps its symbol; a bullet's, an ellipsis'
+# or a quote's remains, or a lone "a" glued to another Latin-1 sign ("a·", "a½": "Â" before it),
+# mark the text as garbled (``has_mojibake``): "intro¦m", "a¢ the definition". No logged query has one.
+_STRAY_A = re.compile(r"(?<![a-z])a([°º®©])")
+_MOJIBAKE = re.compile(r"¦|¤|a[€™œ]|(?<![\d$])¢|(?<!\d)(?<!\d )€(?! ?\d)|(?<![a-z0-9])a[\u00a1-\u00bf]")
 
 
 def has_mojibake(text: str) -> bool:

@@ -70,6 +70,8 @@ def test_a_compound_is_a_known_word_when_its_parts_are():
     ("costs 50¢ or €5 or 5 €", False),                     # currency stays currency
     ("the ¢ sign", True), ("the € sign", True),
     ("below 16 °c (423 k)", False), ("windows® and linux", False), ("the greek letters αβγ", False),
+    ("a½ cup of sugar", True), ("8 a· 3 means multiply", True), ("a£5 fee", True),  # "Â" before a sign
+    ("1½ cups", False), ("nº 5", False), ("£5 fee", False),
 ])
 def test_mis_decoded_utf8_is_recognised(text, garbled):
     from eqi_core.decoder.base import has_mojibake
@@ -81,6 +83,7 @@ def test_a_degree_sign_loses_the_a_that_mis_decoded_utf8_left():
     assert detokenize("below 16 a°c (423 k) or 61 a°f") == "below 16 °c (423 k) or 61 °f"
     assert detokenize("rifampin a® and (a°c)") == "rifampin ® and (°c)"
     assert detokenize("a data°c") == "a data°c"  # only a lone "a" glued to the sign
+    assert detokenize("hydrogen is liquid below -273 k (aº c)") == "hydrogen is liquid below -273 k (º c)"
 
 
 def test_a_garbled_candidate_is_set_aside_when_a_clean_one_exists():
