@@ -621,6 +621,9 @@ def train_decoder_cmd(
                                        help="natural: share of the teacher-forced input words replaced by [MASK]"),
     styles: bool = typer.Option(False, "--styles", help="natural: learn a style per kind of text (query-log "
                                 "query / passage sentence); it then decodes every point as a query"),
+    average: float = typer.Option(0.0, "--average", min=0.0, max=0.9999,
+                                  help="natural: keep a running average of the weights with this decay "
+                                  "(e.g. 0.999) and ship the average (0: the last weights)"),
 ) -> None:
     """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
     import time
@@ -641,7 +644,7 @@ def train_decoder_cmd(
 
         cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed,
                               query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup,
-                              dropout=dropout, word_dropout=word_dropout, styles=styles)
+                              dropout=dropout, word_dropout=word_dropout, styles=styles, average=average)
         if corpus is None:
             from eqi_core.decoder.natural_eval import corpus_path_for
 
@@ -852,6 +855,7 @@ def suggest_cmd(
     if model not in CHOICES:
         raise DataError(f"--model {model!r}: expected one of {', '.join(CHOICES)}")
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
+    _warn_language(space)
     table = suggestion_table(space, _store(), query, model, n, suggester)
     judged = table["ndcg10"].notna().any()
     if not judged:
@@ -1109,6 +1113,7 @@ def decode_cmd(
     method = decoder_name(method)
     lines = _decode_inputs(text, input_file, output)
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
+    _warn_language(space)
     if input_file is None:
         decoded = space.decode_text(lines[0][1], method, n)
         typer.echo("cosine\trank\tsource\tdecoded query")
@@ -1125,6 +1130,12 @@ def decode_cmd(
         progress(i + 1, len(lines))
     atomic_write(output, "\n".join(records) + "\n")
     typer.echo(f"{len(records)} texts decoded into {output}")
+
+
+def _warn_language(space) -> None:
+    """The page's warning on stderr: the decoder does not speak the collection's language."""
+    if space.language_warning:
+        typer.echo(f"note: {space.language_warning}", err=True)
 
 
 def _decode_inputs(text: str | None, input_file: Path | None, output: Path | None) -> list[tuple[int, str]]:
@@ -1169,6 +1180,7 @@ def traverse_cmd(
     from eqi_core.decoder.traversal import check_query, traverse
 
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
+    _warn_language(space)
     qid = space.collection.find_query(check_query(query))
     target = target or (space.gold_passage(qid) if qid else None)
     if not target:

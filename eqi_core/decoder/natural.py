@@ -54,13 +54,15 @@ class NaturalTraining:
     dropout: float = 0.1
     word_dropout: float = 0.0  # share of teacher-forced input tokens replaced by [MASK] (leans on the embedding)
     styles: bool = False  # learn a style per kind of text (query / passage sentence); decoding asks for a query
+    average: float = 0.0  # decay of a running average of the weights (0: none); the average is what is kept
 
     def validate(self) -> None:
         checks = [(self.steps >= 1, "steps must be >= 1"), (self.batch_size >= 2, "batch_size must be >= 2"),
                   (0 < self.lr < 1, "lr must be in (0, 1)"), (0 <= self.query_share <= 1, "query_share must be in [0, 1]"),
                   (self.noise >= 0, "noise must be >= 0"), (1 <= self.n_layers <= 12, "n_layers must be in 1..12"),
                   (4 <= self.max_len <= 128, "max_len must be in 4..128"),
-                  (0 <= self.dropout < 1, "dropout must be in [0, 1)"), (0 <= self.word_dropout < 1, "word_dropout must be in [0, 1)")]
+                  (0 <= self.dropout < 1, "dropout must be in [0, 1)"), (0 <= self.word_dropout < 1, "word_dropout must be in [0, 1)"),
+                  (0 <= self.average < 1, "average must be in [0, 1)")]
         require(checks)
 
 
@@ -110,7 +112,9 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(cfg, step))
-    start, losses = load_state(work, model, opt, sched, device) if work else (0, [])
+    average = ({k: p.detach().clone().float() for k, p in model.named_parameters() if p.requires_grad}
+               if cfg.average else None)
+    start, losses = load_state(work, model, opt, sched, device, average) if work else (0, [])
     x = torch.from_numpy(emb.astype(np.float32)).to(device)
     tokens = tokens.to(device)
     lengths = (tokens != model.cfg.pad_id).sum(1)
@@ -147,17 +151,36 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        if average is not None:
+            update_average(average, model, cfg.average, step)
         losses.append(float(loss.detach()))
         done_here += 1
         last = step + 1 == cfg.steps
         stop = (stop_after is not None and done_here >= stop_after) or (deadline is not None and time.time() > deadline)
         if work and ((step + 1) % cfg.checkpoint_every == 0 or last or stop):
-            save_state(work, model, opt, sched, step + 1, losses)
+            save_state(work, model, opt, sched, step + 1, losses, average)
         report(step + 1, cfg.steps)
         if stop:
             break
+    if average is not None and len(losses) >= cfg.steps:  # finished: the average is the decoder
+        with torch.no_grad():
+            for k, p in model.named_parameters():
+                if k in average:
+                    p.copy_(average[k].to(p.dtype))
     model.eval().to("cpu")
     return losses
+
+
+def update_average(average: dict[str, torch.Tensor], model: torch.nn.Module, decay: float, step: int) -> None:
+    """Polyak average of the weights after ``step`` (0-based): decay min(d, (1 + t) / (10 + t)),
+    so that the first steps' random-ish weights are forgotten quickly."""
+    d = min(decay, (1 + step) / (10 + step))
+    names = [k for k, _ in model.named_parameters() if k in average]
+    params = dict(model.named_parameters())
+    with torch.no_grad():  # one fused update over all tensors (a GPU step stays a few kernels longer)
+        kept = [average[k] for k in names]
+        torch._foreach_mul_(kept, d)
+        torch._foreach_add_(kept, [params[k].detach().float() for k in names], alpha=1 - d)
 
 
 def new_model(encoder, tok, sha: str, out_ids: np.ndarray, cfg: NaturalTraining, state: dict | None = None) -> BertPrefixDecoder:
@@ -210,7 +233,7 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     texts = train["text"].tolist()
     tok, sha = encoder_tokenizer(encoder)
     start = init_summary(Path(init)) if init is not None else None
-    recipe = {k: v for k, v in asdict(cfg).items() if k != "styles" or v}  # keys of decoders before styles unchanged
+    recipe = {k: v for k, v in asdict(cfg).items() if k not in ("styles", "average") or v}  # older keys unchanged
     params = {"corpus": summary["digest"], "encoder": encoder.id, "tokenizer": sha, "training": recipe,
               "version": NATURAL_VERSION, **({"init": start["weights_sha256"]} if start else {})}
     found = store.load("natural-decoder", params)

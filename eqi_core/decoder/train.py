@@ -129,16 +129,19 @@ CHECKPOINT = "state.pt"
 
 
 def save_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched, step: int,
-               losses: list[float]) -> None:
-    """One file (model, optimizer, scheduler, step, losses) renamed into place: never torn."""
+               losses: list[float], average: dict[str, torch.Tensor] | None = None) -> None:
+    """One file (model, optimizer, scheduler, step, losses and the weights' running ``average``
+    where training keeps one) renamed into place: never torn."""
+    extra = {"average": {k: v.cpu() for k, v in average.items()}} if average is not None else {}
     with atomic_path(folder / CHECKPOINT) as tmp:
         torch.save({"model": {k: v.cpu() for k, v in model.state_dict().items()}, "optimizer": opt.state_dict(),
-                    "scheduler": sched.state_dict(), "step": step, "losses": losses}, tmp)
+                    "scheduler": sched.state_dict(), "step": step, "losses": losses, **extra}, tmp)
 
 
 def load_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched,
-               device: str = "cpu") -> tuple[int, list[float]]:
-    """Resume from the checkpoint (tensors and plain values only: ``weights_only=True``)."""
+               device: str = "cpu", average: dict[str, torch.Tensor] | None = None) -> tuple[int, list[float]]:
+    """Resume from the checkpoint (tensors and plain values only: ``weights_only=True``); a running
+    ``average`` is filled in place."""
     path = folder / CHECKPOINT
     if not path.is_file():
         return 0, []
@@ -149,6 +152,9 @@ def load_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
     sched.load_state_dict(state["scheduler"])
+    if average is not None:
+        for k, v in state["average"].items():
+            average[k].copy_(v)
     return int(state["step"]), list(state["losses"])
 
 

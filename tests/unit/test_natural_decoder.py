@@ -148,6 +148,40 @@ def test_training_resumes_bit_for_bit(tmp_path, word_dropout):
         assert plain[0] != straight_losses[0]
 
 
+def test_weight_average_is_kept_and_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """``average``: the finished decoder holds the running average of the weights after each step,
+    decay min(d, (1 + t) / (10 + t)) (checked by hand from the recorded weights); a stopped and
+    resumed run ends with the same average."""
+    from eqi_core.decoder import natural
+
+    emb, tokens, is_query = tiny_corpus(2)
+    cfg = NaturalTraining(steps=5, batch_size=8, warmup=2, checkpoint_every=100, lr=1e-2, average=0.5)
+    seen, original = [], natural.update_average
+
+    def record(average, model, decay, step):
+        seen.append({k: p.detach().clone() for k, p in model.named_parameters()})
+        original(average, model, decay, step)
+
+    monkeypatch.setattr(natural, "update_average", record)
+    averaged = tiny_model(dropout=0.1)
+    start = {k: p.detach().clone() for k, p in averaged.named_parameters()}
+    train_loop(averaged, emb, tokens, is_query, cfg)
+    monkeypatch.setattr(natural, "update_average", original)
+    assert len(seen) == 5
+    name = "prefix.weight"
+    expected = start[name]
+    for t, weights in enumerate(seen):  # d: 0.1, 0.18, 0.25, 0.31, 0.36 (capped at 0.5)
+        d = min(0.5, (1 + t) / (10 + t))
+        expected = d * expected + (1 - d) * weights[name]
+    torch.testing.assert_close(dict(averaged.named_parameters())[name].detach(), expected)
+    assert not torch.equal(expected, seen[-1][name])  # not the last weights
+    train_loop(tiny_model(dropout=0.1), emb, tokens, is_query, cfg, tmp_path, stop_after=2)
+    again = tiny_model(dropout=0.1)
+    train_loop(again, emb, tokens, is_query, cfg, tmp_path)
+    for (k, a), b in zip(averaged.state_dict().items(), again.state_dict().values()):
+        assert torch.equal(a, b), k
+
+
 def test_styles_train_on_each_texts_kind_and_decoding_asks_for_a_query(tmp_path):
     """A decoder with styles adds style 0 (query-log texts) or 1 (passage sentences) to its prefix:
     training uses each row's own kind, decoding (``start``) style 0 unless asked; the style vectors
