@@ -126,6 +126,12 @@ def _get_latent_space(spec: str, encoder_id: str):
     return open_space(get_collection(spec), get_store(), encoder_id)
 
 
+def warn_about_language(space) -> None:
+    """Say so when the decoder's (English) words are not the collection's (``LatentSpace.language_fit``)."""
+    if space.language_warning:
+        st.warning(space.language_warning)
+
+
 def latent_space_or_stop(spec: str, encoder_id: str):
     """The encoder's latent space with its decoders (first build shows progress), or a clear error."""
     from eqi_core.decoder.space import open_space

@@ -10,7 +10,7 @@ from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop
+from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop, warn_about_language
 from pages._text import literal, result_columns
 from pages._url import copy_link, page_header, sync_url
 
@@ -40,6 +40,7 @@ if not 1 <= int(st.session_state.get("lat_steps", 10)) <= 20:
     st.warning(f"Ignoring k={st.session_state['lat_steps']}: the number of steps must be between 1 and 20.")
     st.session_state["lat_steps"] = 10
 space = latent_space_or_stop(spec, encoder_id)
+warn_about_language(space)
 own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
 on_wordnet = collection.source.startswith("wordnet")
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "

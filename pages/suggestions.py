@@ -12,7 +12,7 @@ from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
 from eqi_core.suggestion.panel import CHOICES, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop
+from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop, warn_about_language
 from pages._text import literal, result_columns
 from pages._url import copy_link, page_header, sync_url
 
@@ -36,6 +36,7 @@ if st.session_state.get("sug_model") not in CHOICES:
     st.warning(f"Ignoring model={st.session_state.get('sug_model')!r}: expected one of {', '.join(CHOICES)}.")
     st.session_state["sug_model"] = "all"
 space = suggestion_space_or_stop(spec, encoder_id)
+warn_about_language(space)
 
 c1, c2 = st.columns([3, 2])
 query = c1.text_input("Query", key="sug_query", placeholder="e.g. a query from the log, or your own")

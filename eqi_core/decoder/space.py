@@ -122,6 +122,20 @@ class LatentSpace:
         return self.ranker.doc_ids
 
     @cached_property
+    def language_fit(self):
+        """``LanguageFit`` of the collection's passages to the decoder's word list (None for a decoder
+        without one), and ``language_warning`` its one line when they are in another language."""
+        from eqi_core.decoder.lexicon import language_fit
+
+        lexicon = getattr(self.model, "lexicon", None)
+        return language_fit(self.collection.passage_texts(), lexicon) if lexicon is not None else None
+
+    @property
+    def language_warning(self) -> str | None:
+        fit = self.language_fit
+        return fit.warning(self.collection.name) if fit is not None else None
+
+    @cached_property
     def _doc_pos(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}
 

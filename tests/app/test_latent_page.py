@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.conftest import TINY_BEIR
+from tests.conftest import FIXTURES, TINY_BEIR
 
 
 def open_page(app, **params):
@@ -21,6 +21,7 @@ def test_traversal_from_a_logged_query_to_its_gold_passage(app):
     assert at.selectbox(key="lat_decoder").value == "decoder+rerank"
     assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder: MiniLM-L6's space
     assert any("natural-language decoder" in c.value for c in at.caption)  # which decoder model, and why
+    assert not any("word list" in w.value for w in at.warning)  # an English collection: no language warning
     assert at.selectbox(key="lat_target").value == "d1"  # the query's gold passage by default
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Steps decoded"]) == 5
@@ -98,3 +99,12 @@ def test_a_collection_without_a_curated_query_opens_on_its_first_judged_query(ap
     expected = load_collection(f"beir:{TINY_BEIR}").first_view_query()
     assert expected and at.text_input(key="lat_query").value == expected
     assert any("gold passage" in c.value for c in at.caption) and at.dataframe
+
+
+def test_a_collection_in_another_language_is_warned_about(app):
+    """A French collection: the page says the decoder writes English words (its word list covers
+    few of the collection's words) and still walks."""
+    at = open_page(app, collection=f"beir:{FIXTURES / 'tiny_french'}", query="rive de la rivière", k="2")
+    notes = [w.value for w in at.warning if "decoder's English word list" in w.value]
+    assert len(notes) == 1 and notes[0].startswith("Only ") and "“intérêts”" in notes[0]
+    assert len(at.dataframe[0].value) == 3  # the walk still runs

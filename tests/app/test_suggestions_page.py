@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tests.conftest import TINY_BEIR
+from tests.conftest import FIXTURES, TINY_BEIR
 
 
 def open_page(app, **params):
@@ -61,3 +61,11 @@ def test_bad_model_in_a_link_is_a_warning(app):
     at = open_page(app, query="river bank", model="best")
     assert any("Ignoring model='best'" in w.value for w in at.warning)
     assert at.selectbox(key="sug_model").value == "all"
+
+
+def test_a_collection_in_another_language_is_warned_about(app):
+    """A French collection: one warning that suggestions will be English words; suggestions still come."""
+    at = open_page(app, collection=f"beir:{FIXTURES / 'tiny_french'}", query="intérêts d'un prêt bancaire", model="prf")
+    notes = [w.value for w in at.warning if "decoder's English word list" in w.value]
+    assert len(notes) == 1 and notes[0].startswith("Only ")
+    assert len(at.dataframe[0].value) >= 2  # the query and its suggestions

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eqi_core.cli import app, main
-from tests.conftest import TINY_BEIR
+from tests.conftest import FIXTURES, TINY_BEIR
 
 runner = CliRunner()
 TINY = f"beir:{TINY_BEIR}"
@@ -40,6 +40,16 @@ def test_suggest_prints_the_table_and_writes_csv(tmp_path):
     assert 1 <= len(table) - 1 <= 3 and table["rank"][1:].tolist() == list(range(1, len(table)))
     assert not (table["suggestion"][1:].str.strip().str.lower() == "river bank").any()
     assert "suggester (PRF)" in result.output
+
+
+def test_suggest_on_a_collection_in_another_language_notes_it_on_stderr(monkeypatch, capsys):
+    code, out, err = run_main(monkeypatch, capsys, ["suggest", "prêt bancaire", "-c", f"beir:{FIXTURES / 'tiny_french'}",
+                                                    "--model", "prf", "-n", "2"])
+    assert code in (0, None) and "suggester (PRF)" in out
+    notes = [ln for ln in err.splitlines() if ln.startswith("note: Only ")]
+    assert len(notes) == 1 and "decoder's English word list" in notes[0]
+    _, _, err = run_main(monkeypatch, capsys, ["suggest", "river bank", "-c", TINY, "--model", "prf", "-n", "2"])
+    assert "word list" not in err  # English: no note
 
 
 def test_suggest_for_a_query_without_judgments_says_so_and_prints_no_empty_columns(tmp_path):

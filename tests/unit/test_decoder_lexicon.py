@@ -237,3 +237,22 @@ def test_constrained_nucleus_hand_cases():
                             [True, True, False, False],  # "cats" is banned there and "catning" unknown: unchanged
                             [True, False, False, False]]  # nothing allowed anywhere: unchanged
     assert keep[0].tolist() == [True, True, True, False]  # the input is not changed in place
+
+
+def test_language_fit_counts_running_words_of_any_script():
+    """Hand-counted: 10 running words (the number left out), 4 known ("the", "river", "bank" twice);
+    accented and CJK words are unknown words, not cut to their ASCII letters."""
+    from eqi_core.decoder.lexicon import LANGUAGE_FIT_WARN, language_fit
+
+    lexicon = Lexicon(["the", "river", "bank", "caf"])
+    fit = language_fit(["The river bank", "la rivière et le café 2024", "東京 bank"], lexicon)
+    assert (fit.words, fit.passages) == (10, 3)
+    assert fit.share == pytest.approx(0.4)
+    assert fit.unknown[:6] == ("la", "rivière", "et", "le", "café", "東京")
+    note = fit.warning("my collection")
+    assert note.startswith("Only 40% of the words of my collection") and "“rivière”" in note and "\n" not in note
+    english = language_fit(["the river bank", "bank 12"], lexicon)
+    assert english.share == 1.0 and english.warning() is None and LANGUAGE_FIT_WARN > 0.4
+    assert language_fit([], lexicon).warning() is None  # nothing to judge: no warning
+    spread = language_fit([f"text{i}" for i in range(10)], lexicon, limit=5)  # every second text
+    assert spread.passages == 5 and spread.unknown[0] == "text0" and "text1" not in spread.unknown
