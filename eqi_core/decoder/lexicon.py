@@ -182,8 +182,8 @@ class LanguageFit:
             return None
         examples = ", ".join(f"“{w}”" for w in self.unknown[:5])
         return (f"Only {self.share:.0%} of the words of {collection_name} are in the decoder's English word list "
-                f"(e.g. {examples}): decoded queries and suggestions will be English words, not the "
-                f"collection's language, and rarely rank its passages well.")
+                f"(e.g. {examples}): decoded queries and suggestions will be written in English words, "
+                f"not in the collection's language.")
 
 
 def language_fit(texts: Sequence[str], lexicon: Lexicon, limit: int = 2000) -> LanguageFit:
