@@ -86,7 +86,7 @@ _JOINS = [
     (re.compile(r"([$£€#]) (?=\d)"), r"\1"),                        # $ 3
     (re.compile(r"([(\[“‘]) "), r"\1"),                               # ( dme
     (re.compile(r" ([)\]”’])"), r"\1"),                               # dme )
-    (re.compile(r"\b([a-z])\. ([a-z])\.(?= |$)"), r"\1.\2."),          # u. s., e. g.
+    (re.compile(r"\b([a-z])\. ([a-z])\.(?=[ ,;:)]|$)"), r"\1.\2."),    # u. s., e. g., i. e.,
 ]
 # MS MARCO's passages hold UTF-8 read as cp1252 ("Â°" for a degree sign, "â€¢" for a bullet), which
 # the uncased tokenizer folds to "a°", "a¢": the decoder learned to write them from passage crops.

@@ -18,6 +18,7 @@ from eqi_core.encoders import minilm_l6_dir
     ("kinase 2 ( een - 2 ) - induced phenotypes", "kinase 2 (een-2)-induced phenotypes"),
     ('the " kick - ass " film', 'the "kick-ass" film'),
     ("legionnaires ' disease in the u. s. (e. g. ohio)", "legionnaires' disease in the u.s. (e.g. ohio)"),
+    ("a rule, i. e., a law (made in the u. s.)", "a rule, i.e., a law (made in the u.s.)"),
     ("the students ' books and ' quoted ' words", "the students ' books and ' quoted ' words"),  # which pairs?
     ("the students ' ' books", "the students ' ' books"),  # two: left as decoded
     ("a ' word ' in quotes", "a ' word ' in quotes"),  # a quoted word is not a possessive
