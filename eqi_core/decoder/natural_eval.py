@@ -128,7 +128,7 @@ def round_trip_natural(model, rerank, nearest: NearestQueryDecoder, encoder, tex
         cos = np.einsum("ij,ij->i", emb[:n], encoder.encode(decoded, batch_size=256))
         rows += [{"method": name, "reference": t, "decoded": d, "token_f1": token_f1(t, d), "cosine": float(c)}
                  for t, d, c in zip(texts[:n], decoded, cos)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["method", "reference", "decoded", "token_f1", "cosine"])  # --only: maybe none
 
 
 def passage_to_query_natural(space, doc_ids: list[str], nearest: NearestQueryDecoder, progress_factory=None,
@@ -155,7 +155,7 @@ def passage_to_query_natural(space, doc_ids: list[str], nearest: NearestQueryDec
     for name, make in copies.items():
         if not only or name in only:
             rows += _ranked(space, name, doc_ids, idx, make())
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["method", "doc_id", "decoded", "rank"])  # --only: maybe none
 
 
 def _ranked(space, name, doc_ids, idx, decoded) -> list[dict]:

@@ -514,3 +514,23 @@ def test_a_constant_product_in_a_forked_child_computes_with_numpy(monkeypatch):
     monkeypatch.setattr(product, "session", Inherited())
     monkeypatch.setattr(product, "pid", -1)  # as seen from another process
     np.testing.assert_allclose(product(x), here, rtol=1e-5, atol=1e-5)
+
+
+def test_an_evaluation_of_one_passage_method_summarises_without_a_round_trip():
+    """``eval-decoder --only "word-edit search"``: the round trip has none of the asked methods, so
+    its frame is empty but keeps its columns, and the summary still has the method's row (it
+    failed with a KeyError after 25 minutes of search)."""
+    from eqi_core.decoder.natural_eval import round_trip_natural, summary_table
+
+    class Encoder:
+        def encode(self, texts, batch_size=256):
+            return np.ones((len(texts), 4), np.float32) / 2
+
+    rt = round_trip_natural(None, None, None, Encoder(), ["a question"], only={"word-edit search"})
+    assert rt.empty and list(rt.columns) == ["method", "reference", "decoded", "token_f1", "cosine"]
+    p2q = {"dl19": pd.DataFrame({"method": ["word-edit search"] * 2, "doc_id": ["d1", "d2"],
+                                 "decoded": ["river bank", "bank bank loan"], "rank": [1, 4]})}
+    table = summary_table(rt, p2q, frozenset({"river", "bank", "loan"}))
+    row = table.loc["word-edit search"]
+    assert (row["dl19 top1"], row["dl19 top5"], row["dl19 n"]) == (0.5, 1.0, 2)
+    assert row["repeat"] == 0.5 and np.isnan(row["round_trip_f1"])  # the column is the paper's row's
