@@ -1188,8 +1188,13 @@ def traverse_cmd(
     trav = traverse(space, query, target, steps, mode, method, qid, stop_early, tqdm_progress("traversal", "step"))
     typer.echo(trav.steps.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     hit = trav.first_top1()
-    typer.echo(f"what should have been asked: {hit['decoded']!r} (step {hit['step']})" if hit is not None
-               else f"no step ranks {target} first; best rank {trav.best()['target_rank']}")
+    if int(space.ranks(trav.query_emb, space.passage_index(target))[0]) == 1:
+        typer.echo(f"the query as typed already ranks {target} first")
+        typer.echo(f"the first reformulation that does too: {hit['decoded']!r} (step {hit['step']})" if hit is not None
+                   else f"no reformulation does; best rank {trav.best()['target_rank']}")
+    else:
+        typer.echo(f"what should have been asked: {hit['decoded']!r} (step {hit['step']})" if hit is not None
+                   else f"no step ranks {target} first; best rank {trav.best()['target_rank']}")
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         trav.steps.to_csv(output, index=False)

@@ -115,13 +115,15 @@ best_rank = int(trav.best()["target_rank"])
 m2.metric("Best rank of a reformulation", best_rank, delta=int(original_rank - best_rank) or None)
 m3.metric("Best nDCG@10 of a reformulation", f"{reform['ndcg10'].max():.3f}" if len(reform) else "none")
 m4.metric("Steps decoded", len(frame))
+already = "**The query as typed already ranks the target first.** " if original_rank == 1 else ""
 if hit is not None:
-    st.success(f"**What should have been asked:** “{literal(hit['decoded'])}” (step {int(hit['step'])} of {steps}) ranks the target first.",
-               icon=":material/lightbulb:")
+    found = f"“{literal(hit['decoded'])}” (step {int(hit['step'])} of {steps})"
+    st.success(f"{already}The first reformulation that does too: {found}." if already else
+               f"**What should have been asked:** {found} ranks the target first.", icon=":material/lightbulb:")
 else:
     best = trav.best()
-    st.info(f"No step ranks the target first; the best is “{literal(best['decoded'])}” at rank {int(best['target_rank'])} "
-            f"(step {int(best['step'])}).", icon=":material/info:")
+    st.info(f"{already}No step ranks the target first; the best is “{literal(best['decoded'])}” at rank "
+            f"{int(best['target_rank'])} (step {int(best['step'])}).", icon=":material/info:")
 
 # -- steps table, then the map and the per-step chart -------------------------------------------------------
 # the table takes the page's width: in a half-width column the decoded text, its source and the ranks fell

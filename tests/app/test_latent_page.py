@@ -27,6 +27,8 @@ def test_traversal_from_a_logged_query_to_its_gold_passage(app):
     assert int(metrics["Steps decoded"]) == 5
     assert int(metrics["Best rank of a reformulation"]) >= 1
     assert at.success or at.info  # "what should have been asked", or the best step
+    said = " ".join(m.value for m in [*at.success, *at.info])
+    assert ("already ranks the target first" in said) == (int(metrics["Target rank for the query as typed"]) == 1)
     steps = at.dataframe[0].value
     assert list(steps["step"]) == [0, 1, 2, 3, 4]
     assert set(steps["source"]) <= {"decoded", "corrected (encoder re-ranked)"}
@@ -108,3 +110,5 @@ def test_a_collection_in_another_language_is_warned_about(app):
     notes = [w.value for w in at.warning if "decoder's English word list" in w.value]
     assert len(notes) == 1 and notes[0].startswith("Only ") and "“intérêts”" in notes[0]
     assert len(at.dataframe[0].value) == 3  # the walk still runs
+    assert int({m.label: m.value for m in at.metric}["Target rank for the query as typed"]) == 1
+    assert any(s.value.startswith("**The query as typed already ranks the target first.**") for s in [*at.success, *at.info])

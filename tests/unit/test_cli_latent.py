@@ -19,9 +19,24 @@ def test_help(command):
 
 
 def test_traverse_and_decode():
-    result = runner.invoke(app, ["traverse", "river bank", "-c", TINY, "-k", "2", "--method", "neural"])
-    assert result.exit_code == 0, result.output
-    assert "target_rank" in result.output and ("what should have been asked" in result.output or "best rank" in result.output)
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import load_encoder
+
+    coll = load_collection(TINY)
+    enc = load_encoder("minilm-l6")
+    scores = enc.encode(coll.passage_texts()) @ enc.encode(["river bank"])[0]
+    ids = coll.passages["doc_id"].tolist()
+    seen = []
+    for target in ("d1", "d4"):  # the query ranks d1 first (its gold passage), d4 lower: each says which
+        result = runner.invoke(app, ["traverse", "river bank", "-t", target, "-c", TINY, "-k", "2", "--method", "neural"])
+        assert result.exit_code == 0, result.output
+        assert "target_rank" in result.output
+        first = int((scores >= scores[ids.index(target)]).sum()) == 1  # ties against the target
+        assert (f"the query as typed already ranks {target} first" in result.output) == first
+        assert ("the first reformulation that does too" in result.output or "no reformulation does" in result.output) if first \
+            else ("what should have been asked" in result.output or "best rank" in result.output)
+        seen.append(first)
+    assert seen == [True, False]  # both branches were seen
     result = runner.invoke(app, ["decode", "the sloping land beside a river", "-c", TINY, "-n", "2", "--method", "neural"])
     assert result.exit_code == 0, result.output
     lines = [line_.split("\t") for line_ in result.output.splitlines() if "\t" in line_][1:]  # after the header
