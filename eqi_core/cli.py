@@ -1355,13 +1355,15 @@ def bench_all_cmd(
 def bench_first_visit_cmd(
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="also measure with every vector encoded here"),
     timeout: int = typer.Option(900, "--timeout", min=30, help="seconds to wait for each step"),
+    others: bool = typer.Option(True, "--others/--no-others", help="also time the home page's other examples and the "
+                                "Suggestions page as first clicks, each on its own empty store"),
     output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
 ) -> None:
     """A newcomer's first visit in a real browser on an empty store: server ready, Collection page,
-    and the curated exposure example after its click (targets: 10 s and 60 s)."""
+    and the curated exposure example after its click (targets: 10 s and 60 s); the other examples too."""
     from eqi_core.bench import bench_first_visit
 
-    _echo_json(bench_first_visit(baseline, timeout), output)
+    _echo_json(bench_first_visit(baseline, timeout, others), output)
 
 
 @bench_app.command("tasc")

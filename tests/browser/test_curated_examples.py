@@ -67,3 +67,13 @@ def test_query_suggestions_open_on_the_curated_held_out_query(dashboard, page):
     assert "model=all" in page.url and "query=infinite" in page.url
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("suggestions.png")), full_page=True)
+
+
+def test_first_visit_benchmark_finds_every_way_in_it_times(dashboard, page):
+    """`eqi bench first-visit` clicks these links by their accessible names: a renamed example must
+    fail here, not in a benchmark run."""
+    from eqi_core.bench import FIRST_VISIT_EXAMPLE, OTHER_FIRST_CLICKS
+
+    open_home(page, dashboard)
+    for link in (FIRST_VISIT_EXAMPLE, *(link for _, link, _ in OTHER_FIRST_CLICKS)):
+        page.get_by_role("link", name=link, exact=False).first.wait_for(timeout=60_000)  # fails if renamed
