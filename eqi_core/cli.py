@@ -845,22 +845,36 @@ def suggest_cmd(
     model: str = typer.Option("prf", "--model", "-m", help="prf, plain, or all (both models and the baselines)"),
     suggester: Path | None = SuggesterOpt,
     n: int = typer.Option(10, "-n", min=1, max=10, help="suggestions per model"),
+    ranker: str | None = typer.Option(None, "--ranker", "-r", help="also score each suggestion with this ranker "
+                                      "(e.g. bm25): its nDCG@10 and the gold passage's rank in its top 100"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the table as CSV"),
 ) -> None:
-    """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10."""
+    """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10
+    (the encoder's dense ranker, and --ranker's too)."""
+    import pandas as pd
+
     from eqi_core.decoder.traversal import check_query
-    from eqi_core.suggestion.panel import CHOICES, suggestion_table
+    from eqi_core.rankers import build_ranker, ranker_spec
+    from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, score_with_ranker, suggestion_table
 
     query = check_query(query)  # bad input fails before the collection's space is opened
     if model not in CHOICES:
         raise DataError(f"--model {model!r}: expected one of {', '.join(CHOICES)}")
+    if ranker is not None:
+        ranker_spec(ranker)  # an unknown ranker fails here, in one line
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
     _warn_language(space)
     table = suggestion_table(space, _store(), query, model, n, suggester)
     judged = table["ndcg10"].notna().any()
     if not judged:
         typer.echo(f"no judgments for {query!r} in this collection: suggestions without nDCG@10")
+    elif ranker is not None and ranker != encoder:
+        qid = space.collection.find_query(query)
+        table = score_with_ranker(table, build_ranker(ranker, space.collection, _store()),
+                                  space.collection.judgments.get(qid, {}), space.gold_passage(qid))
     shown = table if judged else table.drop(columns=["ndcg10", "gold_rank"])
+    for column in [c for c in shown.columns if c.startswith("gold_rank_")]:  # beyond the ranker's top 100: say so
+        shown = shown.assign(**{column: shown[column].map(lambda r: f"> {RANKER_DEPTH}" if pd.isna(r) else str(int(r)))})
     typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output:
         with atomic_path(output) as tmp:

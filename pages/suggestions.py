@@ -1,18 +1,28 @@
 """Suggestions page: type a query, see better queries proposed by the suggestion models trained on
 latent-traversal rewrites (plain, and with pseudo-relevance feedback) beside RM3, Sampling+QD and
 feedback walks (the way to each of the top-5 passages, decoded), each with the dense ranker's nDCG@10
-where the collection judges the query (Adolphs et al. 2022, Section 4)."""
+(and the sidebar's ranker's, when that is another one) where the collection judges the query
+(Adolphs et al. 2022, Section 4)."""
 import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
+from eqi_core.rankers import ranker_spec
 from eqi_core.suggestion.baselines import FEEDBACK_WALKS
 from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
-from eqi_core.suggestion.panel import CHOICES, suggestion_table
+from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, ranker_top, score_with_ranker, suggestion_table
 from pages._exports import PLOT_CONFIG
-from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import CURATED_SUGGESTION_QUERY, current_collection, get_store, latent_encoder, suggestion_space_or_stop, warn_about_language
+from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
+from pages._state import (
+    CURATED_SUGGESTION_QUERY,
+    current_collection,
+    current_ranker,
+    get_store,
+    latent_encoder,
+    suggestion_space_or_stop,
+    warn_about_language,
+)
 from pages._text import literal, result_columns
 from pages._url import copy_link, page_header, sync_url
 
@@ -31,7 +41,7 @@ URL = {"sug_query": ("query", str, collection.first_view_query(curated)), "sug_m
 link = page_header("Query suggestions", "Better queries for a search, from models trained on the rewrites that latent "
                    "traversal found (the query walked to its gold passage, every step decoded, the successful ones "
                    "kept): with pseudo-relevance feedback (the ranker's top-5 passages) and without.", URL)
-encoder_id = latent_encoder("Suggestions are made and scored (its dense ranker)")
+encoder_id = latent_encoder("Suggestions are made, and first scored,")
 if st.session_state.get("sug_model") not in CHOICES:
     st.warning(f"Ignoring model={st.session_state.get('sug_model')!r}: expected one of {', '.join(CHOICES)}.")
     st.session_state["sug_model"] = "all"
@@ -68,6 +78,18 @@ table = tables[key]
 query_id = collection.find_query(query)
 gold = space.gold_passage(query_id) if query_id else None
 judged = gold is not None
+# The sidebar's ranker, when it is not the space the suggestions are made in, scores them too: a
+# searcher may type a suggestion into that engine (BM25, say).
+other = current_ranker() if st.session_state.get(RANKER_KEY, encoder_id) != encoder_id else None
+other_name = ranker_spec(other.id).name if other is not None else ""
+if other is not None and judged:
+    other_key = (*key, other.id)
+    if other_key not in tables:
+        tables[other_key] = score_with_ranker(table, other, collection.judgments.get(query_id, {}), gold)
+    table = tables[other_key]
+    st.caption(f"Each suggestion is also scored by the sidebar's ranker, {other_name}: its nDCG@10 and the gold "
+               f"passage's rank within its top {RANKER_DEPTH} are the table's last two columns ({other.id}); the "
+               f"others are {ranker_spec(encoder_id).name}'s, the space the suggestions are made in.")
 if curated and query.strip().lower() == curated:
     st.caption(f"Example: “{curated}”, a query no suggester was trained on, chosen because a "
                "PRF suggestion ranks its gold sense first; the held-out evaluation (below) says how often that happens.")
@@ -78,6 +100,12 @@ if judged:
     m[0].metric("nDCG@10 of the query", f"{original:.3f}")
     for col, (name, value) in zip(m[1:], best.items()):
         col.metric(f"Best of {SHORT_NAMES.get(name, name)}", f"{value:.3f}", delta=f"{value - original:+.3f}")
+    if other is not None:
+        column = f"ndcg10_{other.id}"
+        best_row = table.iloc[1:][column].idxmax() if len(table) > 1 else 0
+        st.caption(f"Under {other_name}: the query's nDCG@10 {table[column].iloc[0]:.3f}; the best suggestion's "
+                   f"{table[column].iloc[best_row]:.3f} ({table['model'].iloc[best_row]}: "
+                   f"“{literal(table['suggestion'].iloc[best_row])}”).")
     reach = table.iloc[1:][table["gold_rank"].iloc[1:] == 1]
     if len(reach):
         which = "1 suggestion ranks" if len(reach) == 1 else f"{len(reach)} suggestions rank"
@@ -91,18 +119,35 @@ else:
     st.caption("This query has no judgments in the collection: suggestions are shown without nDCG@10.")
 
 shown = table.rename(columns={"ndcg10": "nDCG@10", "gold_rank": "gold passage's rank"})
+if other is not None and judged:
+    deeper = shown[f"gold_rank_{other.id}"].map(lambda r: f"> {RANKER_DEPTH}" if pd.isna(r) else str(int(r)))
+    shown = shown.assign(**{f"gold_rank_{other.id}": deeper}).rename(
+        columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"gold rank ({other.id})"})
 if not judged:
     shown = shown.drop(columns=["nDCG@10", "gold passage's rank"])
 st.markdown("**Suggestions** (select a row to see its top results)")
 picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="sug_table",
-                      column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f")})
+                      column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f"),
+                                     **({} if other is None else {  # both rankers' columns in view beside the text
+                                         "model": st.column_config.TextColumn(width=125),
+                                         "rank": st.column_config.NumberColumn(width=45),
+                                         "suggestion": st.column_config.TextColumn(width=330),
+                                         "gold passage's rank": st.column_config.NumberColumn(width=80),
+                                         f"nDCG@10 ({other.id})": st.column_config.NumberColumn(format="%.3f", width=95),
+                                         f"gold rank ({other.id})": st.column_config.TextColumn(width=95)})})
 st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "suggestions.csv", key="sug_csv",
                    icon=":material/download:")
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
 row = int(rows[0]) if rows else 0
-st.markdown(f"**Top 10 for** “{literal(table['suggestion'].iloc[row])}” ({table['model'].iloc[row]})")
-emb = space.encode([table["suggestion"].iloc[row]])[0]
-top = space.judged_top(emb, query_id, gold or "", 10)
+text = table["suggestion"].iloc[row]
+by = None
+if other is not None:
+    by = st.radio("Top 10 by", (ranker_spec(encoder_id).name, other_name), horizontal=True, key="sug_top_by")
+st.markdown(f"**Top 10 for** “{literal(text)}” ({table['model'].iloc[row]})")
+if other is not None and by == other_name:
+    top = ranker_top(other, collection, text, space.qrels_for(query_id, gold or ""), gold or "", 10)
+else:
+    top = space.judged_top(space.encode([text])[0], query_id, gold or "", 10)
 if not judged:
     top = top.drop(columns=["grade", "target"])
 else:

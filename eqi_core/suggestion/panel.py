@@ -1,5 +1,6 @@
 """What the Suggestions panel and ``eqi suggest`` show: each model's suggestions for one query, with
-the dense ranker's nDCG@10 and the gold passage's rank where the collection judges the query."""
+the dense ranker's nDCG@10 and the gold passage's rank where the collection judges the query (and,
+on request, another ranker's: ``score_with_ranker``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,3 +49,43 @@ def suggestion_table(space, store, query: str, model: str = "prf", n: int = 10,
     qrels = space.qrels_for(qid, gold)
     return table.assign(ndcg10=space.ndcg10(emb, [qrels] * len(table)),
                         gold_rank=space.ranks(emb, space.passage_index(gold)))
+
+
+RANKER_DEPTH = 100  # how deep another ranker's gold-passage rank is looked for
+
+
+def score_with_ranker(table: pd.DataFrame, ranker, judgments: dict[str, int], gold: str,
+                      depth: int = RANKER_DEPTH) -> pd.DataFrame:
+    """``table`` with each row's text also scored by ``ranker`` (BM25, SPLADE, another dense model):
+    ``ndcg10_<id>`` (ir_measures, against the query's ``judgments``) and ``gold_rank_<id>``, the gold
+    passage's rank within that ranker's top ``depth`` (ties counted against it; deeper: empty).
+    Suggestions are made in the dense encoder's space, but a searcher may type them into another
+    engine: whether a suggestion still helps there is this ranker's nDCG@10."""
+    import ir_measures
+    from ir_measures import nDCG
+
+    texts = table["suggestion"].astype(str).tolist()
+    run = ranker.search({str(i): t for i, t in enumerate(texts)}, k=depth).frame
+    ndcg = [0.0] * len(texts)  # a text that matches nothing retrieves nothing: nDCG@10 0
+    top10 = run[run["rank"] <= 10]
+    scored = {q: dict(zip(g["doc_id"], g["score"].astype(float))) for q, g in top10.groupby("query_id")}
+    qrels = {str(i): {d: int(g) for d, g in judgments.items()} for i in range(len(texts))}
+    for m in ir_measures.iter_calc([nDCG @ 10], qrels, scored):
+        ndcg[int(m.query_id)] = float(m.value)
+    ranks: list = [pd.NA] * len(texts)
+    for q, g in run.groupby("query_id"):
+        own = g.loc[g["doc_id"] == gold, "score"]
+        if len(own):
+            ranks[int(q)] = int((g["score"] >= own.iloc[0]).sum())
+    return table.assign(**{f"ndcg10_{ranker.id}": ndcg, f"gold_rank_{ranker.id}": pd.array(ranks, dtype="Int64")})
+
+
+def ranker_top(ranker, collection, text: str, grades: dict[str, int], gold: str, k: int = 10) -> pd.DataFrame:
+    """``ranker``'s top ``k`` for ``text`` in the shape of ``LatentSpace.judged_top`` (rank, doc_id,
+    score, passage, grade, target), so that a page shows either ranker's results the same way."""
+    frame = ranker.search([text], k=k).frame
+    texts = collection.passages.set_index("doc_id")["text"]
+    ids = frame["doc_id"].astype(str).tolist()
+    return pd.DataFrame({"rank": frame["rank"].to_numpy(), "doc_id": ids, "score": frame["score"].to_numpy(),
+                         "passage": [texts.get(d, "") for d in ids], "grade": [grades.get(d, 0) for d in ids],
+                         "target": ["◀ target" if d == gold else "" for d in ids]})

@@ -69,3 +69,36 @@ def test_a_collection_in_another_language_is_warned_about(app):
     notes = [w.value for w in at.warning if "decoder's English word list" in w.value]
     assert len(notes) == 1 and notes[0].startswith("Only ")
     assert len(at.dataframe[0].value) >= 2  # the query and its suggestions
+
+
+def test_the_sidebars_ranker_scores_every_suggestion_too(app):
+    """Suggestions are made in MiniLM-L6's space; with BM25 in the sidebar each is also scored by BM25
+    (as the Collection page scores a search) and its top 10 can be shown; with MiniLM-L6, nothing extra."""
+    from eqi_core.judged import judge_results
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    at = open_page(app, query="river bank", model="prf", ranker="bm25")
+    table = at.dataframe[0].value
+    assert {"nDCG@10 (bm25)", "gold rank (bm25)"} <= set(table.columns)
+    coll = load_collection(f"beir:{TINY_BEIR}")
+    bm25 = build_ranker("bm25", coll, ArtifactStore())
+    page = judge_results(coll, "river bank", bm25.search(["river bank"], k=10), 10)  # the Collection page's number
+    assert table["nDCG@10 (bm25)"].iloc[0] == pytest.approx(page.measures["nDCG@10"], abs=1e-9)
+    judged = coll.judgments["q1"]
+    ideal = sum(g / np.log2(r + 2) for r, g in enumerate(sorted(judged.values(), reverse=True)))
+    for text, got in zip(table["suggestion"], table["nDCG@10 (bm25)"]):  # each against q1's judgments
+        run = bm25.search([text], k=10).frame
+        order = sorted(zip(run["score"], run["doc_id"]), reverse=True)  # trec_eval: score, then doc id, descending
+        dcg = sum(judged.get(d, 0) / np.log2(r + 2) for r, (_, d) in enumerate(order))
+        assert got == pytest.approx(dcg / ideal, abs=1e-9), text
+    assert any(c.value.startswith("Under BM25: the query's nDCG@10") for c in at.caption)
+    assert all(r.isdigit() or r == "> 100" for r in table["gold rank (bm25)"])  # beyond BM25's top 100: said so
+    at.radio(key="sug_top_by").set_value(at.radio(key="sug_top_by").options[1]).run()
+    top = at.dataframe[1].value
+    assert top["doc_id"].tolist() == bm25.search(["river bank"], k=10).frame["doc_id"].tolist()
+
+    at = open_page(app, query="river bank", model="prf", ranker="minilm-l6")
+    assert not any("(bm25)" in c or "(minilm" in c for c in at.dataframe[0].value.columns)
+    assert not at.radio

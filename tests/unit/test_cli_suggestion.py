@@ -42,6 +42,22 @@ def test_suggest_prints_the_table_and_writes_csv(tmp_path):
     assert "suggester (PRF)" in result.output
 
 
+def test_suggest_scores_with_another_ranker_as_the_collection_page_does(tmp_path, tiny, store):
+    """--ranker bm25 adds BM25's nDCG@10 and gold rank for every suggestion; the query's own row is the
+    Collection page's nDCG@10 for that search."""
+    from eqi_core.judged import judge_results
+    from eqi_core.rankers import build_ranker
+
+    out = tmp_path / "bm25.csv"
+    result = runner.invoke(app, ["suggest", "river bank", "-c", TINY, "--model", "prf", "-n", "3", "-r", "bm25", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out)
+    assert {"ndcg10", "gold_rank", "ndcg10_bm25", "gold_rank_bm25"} <= set(table.columns)
+    page = judge_results(tiny, "river bank", build_ranker("bm25", tiny, store).search(["river bank"], k=10), 10)
+    assert table["ndcg10_bm25"].iloc[0] == pytest.approx(page.measures["nDCG@10"], abs=1e-9)
+    assert table["ndcg10_bm25"].between(0, 1).all() and "ndcg10_bm25" in result.output and "<NA>" not in result.output
+
+
 def test_suggest_on_a_collection_in_another_language_notes_it_on_stderr(monkeypatch, capsys):
     code, out, err = run_main(monkeypatch, capsys, ["suggest", "prêt bancaire", "-c", f"beir:{FIXTURES / 'tiny_french'}",
                                                     "--model", "prf", "-n", "2"])
@@ -121,6 +137,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
 @pytest.mark.parametrize("argv,message", [
     (["suggest", "", "-c", TINY], "query: empty"),
     (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
+    (["suggest", "river bank", "-c", TINY, "--ranker", "nope"], "ranker 'nope': unknown"),
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),

@@ -663,3 +663,31 @@ def test_a_short_pool_is_topped_up_from_another_stream(natural_space, monkeypatc
     drawn.clear()
     assert len(candidate_pool(space, "river bank", q, fb[0], q[None], seed=7, how=how, least=3).texts) == 3
     assert drawn == []
+
+
+def test_suggestions_scored_by_another_ranker_match_its_search_and_hand_counts(tiny, store):
+    """BM25's nDCG@10 of each text agrees with the Collection page's (judge_results) and with a hand
+    count over BM25's full ranking; the gold rank counts ties against the gold passage; a text that
+    matches nothing scores 0 with no rank."""
+    from eqi_core.judged import judge_results
+    from eqi_core.rankers import build_ranker
+    from eqi_core.suggestion.panel import score_with_ranker
+
+    bm25 = build_ranker("bm25", tiny, store)
+    judged = tiny.judgments["q1"]  # d1: 2, d4: 1, d7: 1
+    texts = ["river bank", "bank of a river with water", "zebra migration"]
+    got = score_with_ranker(pd.DataFrame({"suggestion": texts}), bm25, judged, gold="d1")
+    ids = tiny.passages["doc_id"].tolist()
+    for i, text in enumerate(texts[:2]):
+        full = bm25.search([text], k=len(ids)).frame
+        scores = dict(zip(full["doc_id"], full["score"]))
+        top = bm25.search([text], k=10).frame  # BM25's own top 10, ordered as trec_eval does: score, then doc id, descending
+        gains = [judged.get(d, 0) for _, d in sorted(zip(top["score"], top["doc_id"]), reverse=True)]
+        ideal = sorted(judged.values(), reverse=True)
+        dcg = sum(g / np.log2(r + 2) for r, g in enumerate(gains))
+        idcg = sum(g / np.log2(r + 2) for r, g in enumerate(ideal))
+        assert got["ndcg10_bm25"].iloc[i] == pytest.approx(dcg / idcg, abs=1e-9)
+        assert got["gold_rank_bm25"].iloc[i] == sum(s >= scores["d1"] for s in scores.values())
+    page = judge_results(tiny, "river bank", bm25.search(["river bank"], k=10), 10)
+    assert got["ndcg10_bm25"].iloc[0] == pytest.approx(page.measures["nDCG@10"], abs=1e-9)
+    assert got["ndcg10_bm25"].iloc[2] == 0.0 and pd.isna(got["gold_rank_bm25"].iloc[2])
