@@ -176,6 +176,13 @@ def suggestion_space_or_stop(spec: str, encoder_id: str):
 LATENT_ENCODERS = [r for r in RANKERS if ranker_spec(r).family == "dense" and not r.endswith("onnx")]
 
 
+def sidebar_ranker_beside(encoder_id: str):
+    """The sidebar's ranker when it is not ``encoder_id`` (the space a latent page decodes in), else
+    None: a reformulation is typed into whatever engine the searcher uses, so the latent pages score
+    their decoded texts with it too (``suggestion.panel.score_with_ranker``)."""
+    return current_ranker() if st.session_state.get(RANKER_KEY, encoder_id) != encoder_id else None
+
+
 def latent_encoder(what: str) -> str:
     """The dense encoder whose space a latent-space page decodes: the sidebar's ranker when a decoder
     exists for it, else the first that has one (and a caption saying so)."""

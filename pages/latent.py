@@ -8,9 +8,18 @@ from eqi_core.decoder.space import DECODER_ALIASES, DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
+from eqi_core.rankers import ranker_spec
+from eqi_core.suggestion.panel import RANKER_DEPTH, ranker_top, score_with_ranker
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, latent_encoder, latent_space_or_stop, warn_about_language
+from pages._state import (
+    CURATED_TRAVERSAL_QUERY,
+    current_collection,
+    latent_encoder,
+    latent_space_or_stop,
+    sidebar_ranker_beside,
+    warn_about_language,
+)
 from pages._text import literal, result_columns
 from pages._url import copy_link, page_header, sync_url
 
@@ -104,6 +113,13 @@ if params not in results:
     results[params] = trav
 trav = results[params]
 frame = trav.steps
+other = sidebar_ranker_beside(encoder_id)  # the sidebar's ranker scores every decoded step too
+if other is not None:
+    other_key = (*params, other.id)
+    if other_key not in results:
+        results[other_key] = score_with_ranker(frame, other, space.qrels_for(query_id, target), target,
+                                               text_column="decoded")
+    frame = results[other_key]
 
 # -- summary ----------------------------------------------------------------------------------------------
 hit = trav.first_top1()
@@ -124,26 +140,45 @@ else:
     best = trav.best()
     st.info(f"{already}No step ranks the target first; the best is “{literal(best['decoded'])}” at rank "
             f"{int(best['target_rank'])} (step {int(best['step'])}).", icon=":material/info:")
+if other is not None:
+    ranks = frame[f"gold_rank_{other.id}"]
+    found = frame[(ranks == 1).fillna(False) & ~frame["original"]]
+    as_typed = f"the query as typed ranks the target {'beyond ' + str(RANKER_DEPTH) if pd.isna(ranks.iloc[0]) else int(ranks.iloc[0])}"
+    st.caption(f"Under the sidebar's ranker, {ranker_spec(other.id).name}: {as_typed}; "
+               + (f"the first step that ranks it first is {int(found['step'].iloc[0])}, “{literal(found['decoded'].iloc[0])}”."
+                  if len(found) else "no reformulation ranks it first.")
+               + f" Its nDCG@10 and the target's rank (within its top {RANKER_DEPTH}) are the table's last two columns.")
 
 # -- steps table, then the map and the per-step chart -------------------------------------------------------
 # the table takes the page's width: in a half-width column the decoded text, its source and the ranks fell
 # past the table's edge behind a horizontal scroll
-shown = frame[["step", "original", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]].rename(
+columns = ["step", "original", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]
+shown = frame[columns + ([f"ndcg10_{other.id}", f"gold_rank_{other.id}"] if other is not None else [])].rename(
     columns={"original": "repeats query", "target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)",
              "cos_target": "cos(d)"})
+narrow = other is not None  # two more columns: the text columns give way so that all stay in view
+if other is not None:
+    deeper = shown[f"gold_rank_{other.id}"].map(lambda r: f"> {RANKER_DEPTH}" if pd.isna(r) else str(int(r)))
+    shown = shown.assign(**{f"gold_rank_{other.id}": deeper}).rename(
+        columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"target rank ({other.id})"})
 st.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
             "the original query is ticked under *repeats query* and never counted as a reformulation)")
 picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
                       column_config={"step": st.column_config.NumberColumn(width=45),
                                      "repeats query": st.column_config.CheckboxColumn(
-                                         width=105, help="this step decodes to the original query: not a reformulation"),
-                                     "decoded": st.column_config.TextColumn(width=280),
+                                         width=80 if narrow else 105,
+                                         help="this step decodes to the original query: not a reformulation"),
+                                     "decoded": st.column_config.TextColumn(width=170 if narrow else 280),
                                      "source": st.column_config.TextColumn(
-                                         width=185, help="decoded, corrected (re-ranked by the encoder) or looked up from the log"),
-                                     "target rank": st.column_config.NumberColumn(width=85),
-                                     "nDCG@10": st.column_config.NumberColumn(format="%.3f", width=75),
-                                     "cos(q)": st.column_config.NumberColumn(format="%.3f", width=60),
-                                     "cos(d)": st.column_config.NumberColumn(format="%.3f", width=60)})
+                                         width=110 if narrow else 185,
+                                         help="decoded, corrected (re-ranked by the encoder) or looked up from the log"),
+                                     "target rank": st.column_config.NumberColumn(width=75 if narrow else 85),
+                                     **({} if other is None else {
+                                         f"nDCG@10 ({other.id})": st.column_config.NumberColumn(format="%.3f", width=105),
+                                         f"target rank ({other.id})": st.column_config.TextColumn(width=105)}),
+                                     "nDCG@10": st.column_config.NumberColumn(format="%.3f", width=70 if narrow else 75),
+                                     "cos(q)": st.column_config.NumberColumn(format="%.3f", width=55 if narrow else 60),
+                                     "cos(d)": st.column_config.NumberColumn(format="%.3f", width=55 if narrow else 60)})
 st.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
                    icon=":material/download:")
 left, right = st.columns([1, 1])
@@ -170,7 +205,13 @@ elif st.session_state.get("_lat_step_walk") != params or st.session_state.get("l
 st.session_state["_lat_step_walk"] = params
 step = st.selectbox("Results of step", step_options, key="lat_step_pick",
                     format_func=lambda k: f"{k}: {frame['decoded'].iloc[k]}")
-top = space.judged_top(trav.decoded_emb[step], trav.query_id, target, 10)
+by = None
+if other is not None:
+    by = st.radio("Top 10 by", (ranker_spec(encoder_id).name, ranker_spec(other.id).name), horizontal=True, key="lat_top_by")
+if other is not None and by == ranker_spec(other.id).name:
+    top = ranker_top(other, collection, frame["decoded"].iloc[step], space.qrels_for(query_id, target), target, 10)
+else:
+    top = space.judged_top(trav.decoded_emb[step], trav.query_id, target, 10)
 st.dataframe(top, hide_index=True, key="lat_top", column_config=result_columns())
 
 # -- decode box --------------------------------------------------------------------------------------------------

@@ -13,13 +13,13 @@ from eqi_core.suggestion.baselines import FEEDBACK_WALKS
 from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
 from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, ranker_top, score_with_ranker, suggestion_table
 from pages._exports import PLOT_CONFIG
-from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
+from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
     CURATED_SUGGESTION_QUERY,
     current_collection,
-    current_ranker,
     get_store,
     latent_encoder,
+    sidebar_ranker_beside,
     suggestion_space_or_stop,
     warn_about_language,
 )
@@ -80,7 +80,7 @@ gold = space.gold_passage(query_id) if query_id else None
 judged = gold is not None
 # The sidebar's ranker, when it is not the space the suggestions are made in, scores them too: a
 # searcher may type a suggestion into that engine (BM25, say).
-other = current_ranker() if st.session_state.get(RANKER_KEY, encoder_id) != encoder_id else None
+other = sidebar_ranker_beside(encoder_id)
 other_name = ranker_spec(other.id).name if other is not None else ""
 if other is not None and judged:
     other_key = (*key, other.id)

@@ -55,8 +55,8 @@ RANKER_DEPTH = 100  # how deep another ranker's gold-passage rank is looked for
 
 
 def score_with_ranker(table: pd.DataFrame, ranker, judgments: dict[str, int], gold: str,
-                      depth: int = RANKER_DEPTH) -> pd.DataFrame:
-    """``table`` with each row's text also scored by ``ranker`` (BM25, SPLADE, another dense model):
+                      depth: int = RANKER_DEPTH, text_column: str = "suggestion") -> pd.DataFrame:
+    """``table`` with each row's text (``text_column``) also scored by ``ranker`` (BM25, SPLADE, another dense model):
     ``ndcg10_<id>`` (ir_measures, against the query's ``judgments``) and ``gold_rank_<id>``, the gold
     passage's rank within that ranker's top ``depth`` (ties counted against it; deeper: empty).
     Suggestions are made in the dense encoder's space, but a searcher may type them into another
@@ -64,7 +64,7 @@ def score_with_ranker(table: pd.DataFrame, ranker, judgments: dict[str, int], go
     import ir_measures
     from ir_measures import nDCG
 
-    texts = table["suggestion"].astype(str).tolist()
+    texts = table[text_column].astype(str).tolist()
     run = ranker.search({str(i): t for i, t in enumerate(texts)}, k=depth).frame
     ndcg = [0.0] * len(texts)  # a text that matches nothing retrieves nothing: nDCG@10 0
     top10 = run[run["rank"] <= 10]

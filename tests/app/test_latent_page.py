@@ -112,3 +112,26 @@ def test_a_collection_in_another_language_is_warned_about(app):
     assert len(at.dataframe[0].value) == 3  # the walk still runs
     assert int({m.label: m.value for m in at.metric}["Target rank for the query as typed"]) == 1
     assert any(s.value.startswith("**The query as typed already ranks the target first.**") for s in [*at.success, *at.info])
+
+
+def test_the_sidebars_ranker_scores_every_decoded_step_too(app):
+    """The walk runs in MiniLM-L6's space; with BM25 in the sidebar each step also gets BM25's rank of
+    the target (ties against it, as counted here from BM25's own scores) and BM25's top 10 on demand."""
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    at = open_page(app, query="bank loan interest", target="d3", ranker="bm25")  # d3 is judged 1, not the gold
+    steps = at.dataframe[0].value
+    assert {"nDCG@10 (bm25)", "target rank (bm25)"} <= set(steps.columns)
+    bm25 = build_ranker("bm25", load_collection(f"beir:{TINY_BEIR}"), ArtifactStore())
+    for text, got in zip(steps["decoded"], steps["target rank (bm25)"]):
+        run = bm25.search([text], k=100).frame
+        own = run.loc[run["doc_id"] == "d3", "score"]
+        assert got == (str(int((run["score"] >= own.iloc[0]).sum())) if len(own) else "> 100"), text
+    assert any(c.value.startswith("Under the sidebar's ranker, BM25: the query as typed ranks the target")
+               for c in at.caption)
+    at.radio(key="lat_top_by").set_value(at.radio(key="lat_top_by").options[1]).run()
+    picked = at.selectbox(key="lat_step_pick").value
+    top = at.dataframe[1].value
+    assert top["doc_id"].tolist() == bm25.search([steps["decoded"].iloc[picked]], k=10).frame["doc_id"].tolist()
