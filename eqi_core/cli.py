@@ -851,11 +851,10 @@ def suggest_cmd(
 ) -> None:
     """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10
     (the encoder's dense ranker, and --ranker's too)."""
-    import pandas as pd
 
     from eqi_core.decoder.traversal import check_query
     from eqi_core.rankers import build_ranker, ranker_spec
-    from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, score_with_ranker, suggestion_table
+    from eqi_core.suggestion.panel import CHOICES, rank_labels, score_with_ranker, suggestion_table
 
     query = check_query(query)  # bad input fails before the collection's space is opened
     if model not in CHOICES:
@@ -874,7 +873,7 @@ def suggest_cmd(
                                   space.collection.judgments.get(qid, {}), space.gold_passage(qid))
     shown = table if judged else table.drop(columns=["ndcg10", "gold_rank"])
     for column in [c for c in shown.columns if c.startswith("gold_rank_")]:  # beyond the ranker's top 100: say so
-        shown = shown.assign(**{column: shown[column].map(lambda r: f"> {RANKER_DEPTH}" if pd.isna(r) else str(int(r)))})
+        shown = shown.assign(**{column: rank_labels(shown[column])})
     typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output:
         with atomic_path(output) as tmp:
@@ -1188,11 +1187,17 @@ def traverse_cmd(
     steps: int = typer.Option(10, "--steps", "-k"),
     mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
     stop_early: bool = typer.Option(False, "--stop-early", help="stop once the target is ranked first"),
+    ranker: str | None = typer.Option(None, "--ranker", "-r", help="also search every step with this ranker (e.g. "
+                                      "bm25): its nDCG@10 and the target's rank in its top 100"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
 ) -> None:
     """Walk from a query to a passage in the latent space and decode a reformulation at each step."""
     from eqi_core.decoder.traversal import check_query, traverse
+    from eqi_core.rankers import build_ranker, ranker_spec
+    from eqi_core.suggestion.panel import rank_labels, score_with_ranker
 
+    if ranker is not None:
+        ranker_spec(ranker)  # an unknown ranker fails here, in one line
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     _warn_language(space)
     qid = space.collection.find_query(check_query(query))
@@ -1200,7 +1205,12 @@ def traverse_cmd(
     if not target:
         raise DataError(f"query {query!r} has no judged passage in {space.collection.name}: give --target")
     trav = traverse(space, query, target, steps, mode, method, qid, stop_early, tqdm_progress("traversal", "step"))
-    typer.echo(trav.steps.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    table = trav.steps
+    if ranker is not None and ranker != encoder:
+        table = score_with_ranker(table, build_ranker(ranker, space.collection, _store()), space.qrels_for(qid, target),
+                                  target, text_column="decoded")
+    shown = table.assign(**{c: rank_labels(table[c]) for c in table.columns if c.startswith("gold_rank_")})
+    typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     hit = trav.first_top1()
     if int(space.ranks(trav.query_emb, space.passage_index(target))[0]) == 1:
         typer.echo(f"the query as typed already ranks {target} first")
@@ -1209,9 +1219,15 @@ def traverse_cmd(
     else:
         typer.echo(f"what should have been asked: {hit['decoded']!r} (step {hit['step']})" if hit is not None
                    else f"no step ranks {target} first; best rank {trav.best()['target_rank']}")
+    if ranker is not None and ranker != encoder:
+        ranks = table[f"gold_rank_{ranker}"]
+        first = table[(ranks == 1).fillna(False) & ~table["original"].astype(bool)]
+        typer.echo(f"under {ranker}: the query as typed ranks {target} {rank_labels(ranks).iloc[0]}; "
+                   + (f"first ranked first at step {first['step'].iloc[0]}: {first['decoded'].iloc[0]!r}" if len(first)
+                      else "no reformulation ranks it first"))
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        trav.steps.to_csv(output, index=False)
+        table.to_csv(output, index=False)
 
 
 @bench_app.command("decoder")

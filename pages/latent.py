@@ -9,7 +9,7 @@ from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import ranker_spec
-from eqi_core.suggestion.panel import RANKER_DEPTH, ranker_top, score_with_ranker
+from eqi_core.suggestion.panel import RANKER_DEPTH, rank_labels, ranker_top, score_with_ranker
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
@@ -158,8 +158,7 @@ shown = frame[columns + ([f"ndcg10_{other.id}", f"gold_rank_{other.id}"] if othe
              "cos_target": "cos(d)"})
 narrow = other is not None  # two more columns: the text columns give way so that all stay in view
 if other is not None:
-    deeper = shown[f"gold_rank_{other.id}"].map(lambda r: f"> {RANKER_DEPTH}" if pd.isna(r) else str(int(r)))
-    shown = shown.assign(**{f"gold_rank_{other.id}": deeper}).rename(
+    shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(shown[f"gold_rank_{other.id}"])}).rename(
         columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"target rank ({other.id})"})
 st.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
             "the original query is ticked under *repeats query* and never counted as a reformulation)")

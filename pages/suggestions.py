@@ -11,7 +11,7 @@ from eqi_core.figures.suggestion import reformulation_histograms, suggestion_int
 from eqi_core.rankers import ranker_spec
 from eqi_core.suggestion.baselines import FEEDBACK_WALKS
 from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
-from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, ranker_top, score_with_ranker, suggestion_table
+from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, rank_labels, ranker_top, score_with_ranker, suggestion_table
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
@@ -120,8 +120,7 @@ else:
 
 shown = table.rename(columns={"ndcg10": "nDCG@10", "gold_rank": "gold passage's rank"})
 if other is not None and judged:
-    deeper = shown[f"gold_rank_{other.id}"].map(lambda r: f"> {RANKER_DEPTH}" if pd.isna(r) else str(int(r)))
-    shown = shown.assign(**{f"gold_rank_{other.id}": deeper}).rename(
+    shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(shown[f"gold_rank_{other.id}"])}).rename(
         columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"gold rank ({other.id})"})
 if not judged:
     shown = shown.drop(columns=["nDCG@10", "gold passage's rank"])

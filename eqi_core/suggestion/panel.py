@@ -89,3 +89,8 @@ def ranker_top(ranker, collection, text: str, grades: dict[str, int], gold: str,
     return pd.DataFrame({"rank": frame["rank"].to_numpy(), "doc_id": ids, "score": frame["score"].to_numpy(),
                          "passage": [texts.get(d, "") for d in ids], "grade": [grades.get(d, 0) for d in ids],
                          "target": ["◀ target" if d == gold else "" for d in ids]})
+
+
+def rank_labels(ranks: pd.Series, depth: int = RANKER_DEPTH) -> pd.Series:
+    """Ranks as text for display, "> depth" where the passage is deeper than the ranker's top ``depth``."""
+    return ranks.map(lambda r: f"> {depth}" if pd.isna(r) else str(int(r)))

@@ -43,6 +43,27 @@ def test_traverse_and_decode():
     assert 1 <= len(lines) <= 2 and all(-1 <= float(c) <= 1 and 1 <= int(r) <= 13 for c, r, _, _ in lines)
 
 
+def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_stands(tmp_path):
+    """-r bm25: each step's BM25 rank of the target (ties against it) in the CSV, and one line on the query as typed."""
+    import pandas as pd
+
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    out = tmp_path / "steps.csv"
+    result = runner.invoke(app, ["traverse", "bank loan interest", "-t", "d3", "-c", TINY, "-k", "2", "--method", "decoder",
+                                 "-r", "bm25", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    steps = pd.read_csv(out)
+    bm25 = build_ranker("bm25", load_collection(TINY), ArtifactStore())
+    run = bm25.search(["bank loan interest"], k=100).frame
+    own = run.loc[run["doc_id"] == "d3", "score"].iloc[0]
+    expected = int((run["score"] >= own).sum())
+    assert steps["gold_rank_bm25"].iloc[0] == expected and steps["ndcg10_bm25"].between(0, 1).all()
+    assert f"under bm25: the query as typed ranks d3 {expected}" in result.output and "<NA>" not in result.output
+
+
 def test_exposure_map_in_process():
     result = runner.invoke(app, ["exposure-map", "-c", TINY, "-r", "minilm-l3-onnx", "--n-qd", "3"])
     assert result.exit_code == 0, result.output
@@ -55,6 +76,7 @@ def test_exposure_map_in_process():
     (["traverse", "river bank", "-c", TINY, "--target", "nope"], "target passage 'nope'"),
     (["traverse", "river bank", "-c", TINY, "-k", "99"], "K = 99"),
     (["traverse", "zebra stripes", "-c", TINY], "no judged passage"),
+    (["traverse", "river bank", "-c", TINY, "-r", "nope"], "ranker 'nope': unknown"),
     (["decode", "text", "-c", TINY, "--decoder", "/no/such/decoder"], "not a decoder card"),
     (["eval-decoder", "-c", TINY], "no held-out queries"),
     (["exposure-map", "-c", TINY, "-r", "bm25", "--passage-shards", "2", "--engine", "inprocess"], "BM25 maps shard queries only"),
