@@ -851,7 +851,6 @@ def suggest_cmd(
 ) -> None:
     """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10
     (the encoder's dense ranker, and --ranker's too)."""
-
     from eqi_core.decoder.traversal import check_query
     from eqi_core.rankers import build_ranker, ranker_spec
     from eqi_core.suggestion.panel import CHOICES, rank_labels, score_with_ranker, suggestion_table
