@@ -978,6 +978,45 @@ def eval_suggestions_cmd(
         atomic_write(folder / CARD, json.dumps(card, indent=1, default=str))
 
 
+@app.command("rescore-suggestions")
+def rescore_suggestions_cmd(
+    lists: Path = typer.Argument(..., help="an eqi eval-suggestions run's lists.jsonl"),
+    collection: str = CollectionOpt,
+    ranker: str = typer.Option("bm25", "--ranker", "-r", help="the ranker that scores the suggestions (e.g. bm25)"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary_<ranker>.csv and "
+                                           "lists_<ranker>.jsonl here"),
+) -> None:
+    """The same suggestions, scored by another ranker: best-of-k nDCG@10 of each method when a searcher
+    types them into --ranker (the evaluation scores them with the dense ranker they were made for)."""
+    import pandas as pd
+
+    from eqi_core.rankers import build_ranker, ranker_spec
+    from eqi_core.suggestion.evaluate import rescore_lists, summary
+
+    ranker_spec(ranker)  # an unknown ranker fails here, in one line
+    try:
+        frame = pd.read_json(lists, lines=True, dtype=False)
+    except (ValueError, OSError) as exc:
+        raise DataError(f"{lists}: not a lists.jsonl of eqi eval-suggestions ({exc})") from None
+    needed = {"collection", "query_id", "query", "gold", "method", "suggestions"}
+    if not needed <= set(frame.columns):
+        raise DataError(f"{lists}: expected the columns of eqi eval-suggestions' lists.jsonl ({', '.join(sorted(needed))})")
+    coll = _load(collection)
+    frame = frame[frame["collection"] == coll.name]
+    if frame.empty:
+        raise DataError(f"{lists}: no lists for {coll.name} (collections there: "
+                        f"{', '.join(sorted(set(pd.read_json(lists, lines=True, dtype=False)['collection'])))})")
+    scored = rescore_lists(frame.drop(columns="collection"), build_ranker(ranker, coll, _store()), coll.judgments)
+    table = summary(scored).assign(collection=coll.name, ranker=ranker)
+    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if output_dir:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(output_dir / f"summary_{ranker}.csv") as tmp:
+            table.to_csv(tmp, index=False)
+        with atomic_path(output_dir / f"lists_{ranker}.jsonl") as tmp:
+            scored.assign(collection=coll.name).to_json(tmp, orient="records", lines=True)
+
+
 @app.command("eval-decoder")
 def eval_decoder_cmd(
     collection: str = CollectionOpt,

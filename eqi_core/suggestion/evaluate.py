@@ -115,6 +115,35 @@ def score_lists(space, lists: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def rescore_lists(lists: pd.DataFrame, ranker, judgments: dict[str, dict[str, int]]) -> pd.DataFrame:
+    """An evaluation's suggestion lists (its lists.jsonl) scored by another ranker instead of the
+    dense one they were made for: the original's and each suggestion's nDCG@10 under ``ranker``
+    (``panel.score_with_ranker``) and the best-of-k columns, in ``score_lists``' shape, so that
+    ``summary`` and ``paired_difference`` apply unchanged. The relevant passages are the query's
+    judgments, else its gold passage, as in ``LatentSpace.qrels_for``. Asks whether suggestions made
+    in MiniLM-L6's space help a searcher who types them into BM25, say."""
+    from eqi_core.suggestion.panel import score_with_ranker
+
+    column = f"ndcg10_{ranker.id}"
+
+    def ndcg(texts: list[str], qrels: dict[str, int], gold: str) -> list[float]:
+        if not texts:
+            return []
+        return score_with_ranker(pd.DataFrame({"suggestion": texts}), ranker, qrels, gold)[column].tolist()
+
+    out, originals = [], {}
+    for _, row in lists.iterrows():
+        qid, gold = str(row["query_id"]), str(row["gold"])
+        judged = judgments.get(qid, {})
+        qrels = judged if any(g > 0 for g in judged.values()) else {gold: 1}
+        if qid not in originals:
+            originals[qid] = ndcg([str(row["query"])], qrels, gold)[0]
+        scores = ndcg([str(t) for t in row["suggestions"]], qrels, gold)
+        out.append({**row.to_dict(), "original": originals[qid], "ndcg10": scores,
+                    **{f"best@{k}": v for k, v in best_of(originals[qid], scores).items()}})
+    return pd.DataFrame(out)
+
+
 def merge_rerun(earlier: pd.DataFrame, rerun: pd.DataFrame, items, source: str) -> pd.DataFrame:
     """``earlier``'s scored lists (one collection, from a run's lists.jsonl) with the methods of
     ``rerun`` replaced by its rows; the earlier run must have been on exactly ``items``' queries."""

@@ -58,6 +58,26 @@ def test_suggest_scores_with_another_ranker_as_the_collection_page_does(tmp_path
     assert table["ndcg10_bm25"].between(0, 1).all() and "ndcg10_bm25" in result.output and "<NA>" not in result.output
 
 
+def test_rescore_suggestions_scores_an_evaluations_lists_with_bm25(tmp_path):
+    lists = tmp_path / "lists.jsonl"
+    pd.DataFrame([{"collection": "tiny_beir", "query_id": "q1", "query": "river bank", "gold": "d1", "method": "RM3",
+                   "suggestions": ["bank river water", "zebra"]}]).to_json(lists, orient="records", lines=True)
+    result = runner.invoke(app, ["rescore-suggestions", str(lists), "-c", TINY, "-r", "bm25", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "summary_bm25.csv")
+    assert list(table["method"]) == ["original query", "RM3"] and (table["ranker"] == "bm25").all()
+    assert table["best@10"].iloc[1] >= table["best@10"].iloc[0]
+    assert (tmp_path / "lists_bm25.jsonl").is_file()
+
+
+def test_rescore_suggestions_of_another_collection_is_one_line(monkeypatch, capsys, tmp_path):
+    lists = tmp_path / "lists.jsonl"
+    pd.DataFrame([{"collection": "scifact", "query_id": "1", "query": "q", "gold": "d", "method": "RM3",
+                   "suggestions": ["x"]}]).to_json(lists, orient="records", lines=True)
+    code, _, err = run_main(monkeypatch, capsys, ["rescore-suggestions", str(lists), "-c", TINY])
+    assert code == 2 and "no lists for tiny_beir (collections there: scifact)" in err and "\n" not in err
+
+
 def test_suggest_on_a_collection_in_another_language_notes_it_on_stderr(monkeypatch, capsys):
     code, out, err = run_main(monkeypatch, capsys, ["suggest", "prêt bancaire", "-c", f"beir:{FIXTURES / 'tiny_french'}",
                                                     "--model", "prf", "-n", "2"])
@@ -138,6 +158,8 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["suggest", "", "-c", TINY], "query: empty"),
     (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
     (["suggest", "river bank", "-c", TINY, "--ranker", "nope"], "ranker 'nope': unknown"),
+    (["rescore-suggestions", "/nonexistent/lists.jsonl", "-c", TINY], "/nonexistent/lists.jsonl: not a lists.jsonl"),
+    (["rescore-suggestions", __file__, "-c", TINY], "not a lists.jsonl of eqi eval-suggestions"),
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),

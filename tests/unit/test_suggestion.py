@@ -691,3 +691,31 @@ def test_suggestions_scored_by_another_ranker_match_its_search_and_hand_counts(t
     page = judge_results(tiny, "river bank", bm25.search(["river bank"], k=10), 10)
     assert got["ndcg10_bm25"].iloc[0] == pytest.approx(page.measures["nDCG@10"], abs=1e-9)
     assert got["ndcg10_bm25"].iloc[2] == 0.0 and pd.isna(got["gold_rank_bm25"].iloc[2])
+
+
+def test_an_evaluations_lists_rescored_by_another_ranker(tiny, store):
+    """rescore_lists: each text's nDCG@10 under BM25 (as score_with_ranker gives it), best-of-k the max
+    over the original and the first k; a query without judgments falls back to its gold passage."""
+    from eqi_core.rankers import build_ranker
+    from eqi_core.suggestion.evaluate import rescore_lists, summary
+    from eqi_core.suggestion.panel import score_with_ranker
+
+    bm25 = build_ranker("bm25", tiny, store)
+    lists = pd.DataFrame([
+        {"query_id": "q1", "query": "river bank", "gold": "d1", "method": "RM3", "suggestions": ["bank river water", "zebra"]},
+        {"query_id": "q1", "query": "river bank", "gold": "d1", "method": "suggester (PRF)", "suggestions": ["the bank of a river", "river water"]},
+        {"query_id": "typed", "query": "piano keys", "gold": "d8", "method": "RM3", "suggestions": ["grand piano"]},
+    ])
+    got = rescore_lists(lists, bm25, tiny.judgments)
+
+    def ndcg(texts, qrels, gold):
+        return score_with_ranker(pd.DataFrame({"suggestion": texts}), bm25, qrels, gold)["ndcg10_bm25"].tolist()
+
+    original = ndcg(["river bank"], tiny.judgments["q1"], "d1")[0]
+    first = ndcg(["bank river water", "zebra"], tiny.judgments["q1"], "d1")
+    assert got["original"].iloc[0] == original and got["ndcg10"].iloc[0] == first and first[1] == 0.0
+    assert got["best@1"].iloc[0] == max(original, first[0]) and got["best@10"].iloc[0] == max(original, *first)
+    assert got["original"].iloc[2] == ndcg(["piano keys"], {"d8": 1}, "d8")[0]  # no judgments: the gold passage
+    assert got["ndcg10"].iloc[2] == ndcg(["grand piano"], {"d8": 1}, "d8")
+    table = summary(got)
+    assert set(table["method"]) == {"original query", "RM3", "suggester (PRF)"}
