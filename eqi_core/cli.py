@@ -1002,11 +1002,10 @@ def rescore_suggestions_cmd(
     if not needed <= set(frame.columns):
         raise DataError(f"{lists}: expected the columns of eqi eval-suggestions' lists.jsonl ({', '.join(sorted(needed))})")
     coll = _load(collection)
-    frame = frame[frame["collection"] == coll.name]
-    if frame.empty:
-        raise DataError(f"{lists}: no lists for {coll.name} (collections there: "
-                        f"{', '.join(sorted(set(pd.read_json(lists, lines=True, dtype=False)['collection'])))})")
-    scored = rescore_lists(frame.drop(columns="collection"), build_ranker(ranker, coll, _store()), coll.judgments)
+    mine = frame[frame["collection"] == coll.name]
+    if mine.empty:
+        raise DataError(f"{lists}: no lists for {coll.name} (collections there: {', '.join(sorted(set(frame['collection'])))})")
+    scored = rescore_lists(mine.drop(columns="collection"), build_ranker(ranker, coll, _store()), coll.judgments)
     table = summary(scored).assign(collection=coll.name, ranker=ranker)
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output_dir:
