@@ -82,7 +82,8 @@ def reference_sets(rankers: list[str], mode: str, release_dates: dict[str, str] 
     dates = release_dates or {}
     undated = [r for r in rankers if not str(dates.get(r, "")).strip()]
     if undated:
-        raise DataError(f"chronological TaSC needs a release date for every ranker; missing for {', '.join(undated)}")
+        raise DataError(f"chronological TaSC needs a release date for every ranker; missing for {', '.join(undated)} "
+                        "(give each a date, YYYY-MM, or compare in the all-others mode)")
     if baseline is not None and baseline not in rankers:
         raise DataError(f"baseline {baseline!r} is not among the rankers ({', '.join(rankers)})")
     order = chronological_order({r: dates[r] for r in rankers})

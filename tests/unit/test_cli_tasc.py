@@ -70,6 +70,7 @@ def test_tasc_cli_unknown_query_is_one_line(files, monkeypatch, capsys):
     (["--mode", "sideways"], "expected one of chronological"),
     (["--release", "ghost=2020"], "expected NAME=YYYY-MM with NAME one of"),
     (["--correction", "nope"], "--correction 'nope': expected one of holm, bonferroni, bh"),
+    ([], "missing for old, new (give each a date, YYYY-MM, or compare in the all-others mode)"),
 ])
 def test_tasc_cli_errors_are_one_line(files, monkeypatch, capsys, extra, message):
     monkeypatch.setattr("sys.argv", ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
