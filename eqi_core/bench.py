@@ -662,7 +662,8 @@ OTHER_FIRST_CLICKS = (
      ("What should have been asked", "a layer of hair")),
     ("ranker coverage: three live rankers, all-others TaSC", "Which ranker solves what others miss?",
      ("TaSC (all-others)",)),
-    ("query suggestions: the page's default query", "Query suggestions", ("suggestions rank the gold passage",)),
+    ("query suggestions: the curated held-out query", "which better query could a searcher type",
+     ("suggestions rank the gold passage",)),
 )
 
 

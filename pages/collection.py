@@ -7,7 +7,7 @@ from eqi_core.judged import judge_results
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.rankers import ranker_spec
 from pages._sidebar import COLLECTION_KEY, sidebar
-from pages._state import CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
+from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
 from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state, within
 
@@ -42,8 +42,12 @@ if collection.source == "wordnet:20000":
                      icon=":material/compare_arrows:",
                      query_params={"collection": "wordnet", "live": "bm25,minilm-l3-onnx,minilm-l6", "mode": "all-others"})
         e3.caption("TaSC and per-query comparison of three live rankers.")
-        st.page_link("pages/exposure_eval.py", label="Also: do learned heads beat reverse retrieval?",
+        a1, a2 = st.columns(2)
+        a1.page_link("pages/exposure_eval.py", label="Also: do learned heads beat reverse retrieval?",
                      icon=":material/analytics:", query_params={"collection": "wordnet", "ranker": "minilm-l6", "ntest": "1000"})
+        a2.page_link("pages/suggestions.py", label="Also: which better query could a searcher type?",
+                     icon=":material/lightbulb:", query_params={"collection": "wordnet", "query": CURATED_SUGGESTION_QUERY,
+                                                                "model": "all"})
 
 demo = web_log_demo()
 if demo and (collection.source == "wordnet:20000" or collection.source.split("#")[0] == demo.split("+log:")[0]):
