@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import typer
 
+from eqi_core.collection import readable
 from eqi_core.errors import DataError, FigureExportError, MissingDependency
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
@@ -145,7 +146,7 @@ def search(
     store = _store()
     c = _load(collection, store)
     r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing for {ranker}", "passage"))
-    text_by_doc = dict(zip(c.passages["doc_id"], c.passages["text"]))
+    text_by_doc = dict(zip(c.passages["doc_id"], c.passages["text"].map(readable)))  # shown, so repaired
     for q in query:
         qid = c.find_query(q)
         grades = c.judgments.get(qid, {}) if qid else {}
@@ -249,7 +250,7 @@ def tasc(
     focus = query if query is not None else matrix.most_disputed()
     drilldown = query_drilldown({r: runs[r] for r in order}, matrix.values, tasc_weights(results),
                                 query_judgments(judgments, focus), focus, query_text.get(focus, ""),
-                                coll.passage_text if coll is not None else (lambda _doc: None), matrix.measure)
+                                coll.display_text if coll is not None else (lambda _doc: None), matrix.measure)
     if query is not None:
         typer.echo(f"\nquery {focus}: {drilldown.query}")
         typer.echo(drilldown.metrics.to_string(float_format=lambda v: f"{v:.4f}"))

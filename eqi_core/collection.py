@@ -18,6 +18,18 @@ QUERY_COLUMNS = ["query_id", "text"]
 QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
 
 
+def readable(text):
+    """``text`` with mis-decoded characters repaired, for people to read (``ftfy.fix_encoding``).
+    MS MARCO's passages hold UTF-8 that was read as Windows-1252 ("thatâ€™s", "81 Â°F": 3,393 of
+    TREC DL 2019's 14,581); rankers keep reading the file's text as written, which the published
+    runs were made on, so only what is shown is repaired. Anything but a string passes through."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    import ftfy
+
+    return ftfy.fix_encoding(text)
+
+
 def _frame_digest(df: pd.DataFrame) -> bytes:
     hashed = pd.util.hash_pandas_object(df.reset_index(drop=True), index=False)
     return hashlib.sha256(np.ascontiguousarray(hashed.to_numpy()).tobytes()).digest()
@@ -145,9 +157,15 @@ class Collection:
         title, text = ("" if pd.isna(title) else title), ("" if pd.isna(text) else text)
         return f"{title}. {text}" if title else text
 
+    def display_text(self, doc_id: str) -> str | None:
+        """``passage_text`` repaired for reading (``readable``); None for an id not among the passages."""
+        return readable(self.passage_text(doc_id))
+
     def find_passages(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
-        """Passages whose id or text contains ``pattern`` (case-insensitive, literal)."""
-        return _filter(self.passages, ["doc_id", "title", "text"], pattern, limit)
+        """Passages whose id or text contains ``pattern`` (case-insensitive, literal), their title
+        and text repaired for reading (``readable``)."""
+        found = _filter(self.passages, ["doc_id", "title", "text"], pattern, limit)
+        return found.assign(title=found["title"].map(readable), text=found["text"].map(readable))
 
     def find_queries(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
         """Queries whose id or text contains ``pattern``, with their number of judgments."""

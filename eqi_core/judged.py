@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import ir_measures
 import pandas as pd
 
-from eqi_core.collection import Collection
+from eqi_core.collection import Collection, readable
 from eqi_core.runs import Run
 
 
@@ -26,13 +26,13 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     frame = run.frame.copy()
     frame["grade"] = frame["doc_id"].map(grades)
     texts = collection.passages.set_index("doc_id")["text"]
-    frame["text"] = frame["doc_id"].map(texts)
+    frame["text"] = frame["doc_id"].map(texts).map(readable)  # shown, so repaired for reading
     frame["judgment"] = frame["grade"].map(lambda g: "unjudged" if pd.isna(g) else f"grade {int(g)}")
     results = frame[["rank", "score", "grade", "judgment", "doc_id", "text"]].reset_index(drop=True)
     relevant = {d: g for d, g in grades.items() if g > 0}
     missed_ids = [d for d in relevant if d not in set(frame["doc_id"])]
     missed = pd.DataFrame({"doc_id": missed_ids, "grade": [relevant[d] for d in missed_ids],
-                           "text": [texts.get(d, "(passage text not in the corpus)") for d in missed_ids]})
+                           "text": [readable(texts.get(d, "(passage text not in the corpus)")) for d in missed_ids]})
     measures: dict[str, float] = {}
     if relevant:
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import plotly.graph_objects as go
 
+from eqi_core.collection import readable
+
 if TYPE_CHECKING:
     from eqi_core.coverage.drilldown import QueryDrilldown
 
@@ -54,7 +56,7 @@ def _page(title: str, meta: dict, body: list[str]) -> str:
 
 def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability: dict | None = None) -> str:
     """Audit report for one passage: exact and approximate exposing queries, RELQ, charts."""
-    body = [f"<h2>Passage</h2><blockquote>{html.escape(result.text)}</blockquote>"]
+    body = [f"<h2>Passage</h2><blockquote>{html.escape(readable(result.text))}</blockquote>"]
     for note in result.notes:
         body.append(f"<p class='note'>{html.escape(note)}</p>")
     if result.exact is not None:

@@ -185,7 +185,7 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
 judgments = query_judgments(qrels, qid)
 order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
 drilldown = query_drilldown({r: runs[r] for r in order}, values, weights, judgments, qid, texts.get(qid, ""),
-                            collection.passage_text, measure_name)  # what the report shows of this query
+                            collection.display_text, measure_name)  # what the report shows of this query
 st.dataframe(drilldown.metrics, width="stretch", key="cov_query_metrics",
              column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
 side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)  # ids and grades for the click
@@ -201,7 +201,7 @@ if cells:
     row, col = cells[0]
     doc = side.at[row, col]
     grade = judgments.get(doc)
-    body = collection.passage_text(doc)
+    body = collection.display_text(doc)
     st.markdown(f"**{literal(doc)}** ({'unjudged' if grade is None else f'grade {grade}'}), {literal(col)}'s rank {row + 1}: "
                 f"{literal(body) if body is not None else '*not among the collection passages*'}")
     st.dataframe(passage_ranks({r: runs[r] for r in order}, qid, doc).set_index("ranker").T,

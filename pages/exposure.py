@@ -61,8 +61,8 @@ if source == "From the collection":
     if not options:
         st.warning("No passage matches; change the filter.")
         st.stop()
-    doc_id = c2.selectbox("Passage", options, key="exp_doc", format_func=lambda d: f"{d}: {(collection.passage_text(d) or '')[:90]}")
-    st.markdown(f"> {literal(collection.passage_text(doc_id) or '')}")
+    doc_id = c2.selectbox("Passage", options, key="exp_doc", format_func=lambda d: f"{d}: {(collection.display_text(d) or '')[:90]}")
+    st.markdown(f"> {literal(collection.display_text(doc_id) or '')}")
 else:
     text = st.text_area("A passage that is not in the collection", key="exp_text", height=100,
                         placeholder="Paste a document: which logged queries would show it, and how high?")

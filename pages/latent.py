@@ -4,6 +4,7 @@ Retriever's Latent Space for Query Suggestion", EMNLP 2022)."""
 import pandas as pd
 import streamlit as st
 
+from eqi_core.collection import readable
 from eqi_core.decoder.space import DECODER_ALIASES, DECODER_NAMES
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
@@ -79,8 +80,8 @@ if not options:
 if st.session_state.get("lat_target") not in options:
     st.session_state["lat_target"] = options[0]
 target = c2.selectbox("Target passage", options, key="lat_target",
-                      format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {texts.get(d, '(not in the collection)')[:80]}")
-st.markdown(f"> **Target** {literal(target)}: {literal(texts.get(target, ''))}")
+                      format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {readable(texts.get(d, '(not in the collection)'))[:80]}")
+st.markdown(f"> **Target** {literal(target)}: {literal(readable(texts.get(target, '')))}")
 
 p1, p2, p3, p4 = st.columns([2, 2, 3, 2])
 steps = p1.slider("Steps K", 1, 20, key="lat_steps", help="q_k = q + (k/K)(d - q); the paper used up to 20")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from eqi_core.collection import Collection
+from eqi_core.collection import Collection, readable
 from eqi_core.decoder.base import DecoderError, QueryDecoder, as_matrix
 from eqi_core.decoder.guided import GuidedDecoder, Neighbourhood
 from eqi_core.decoder.nearest import NearestQueryDecoder
@@ -238,7 +238,7 @@ class LatentSpace:
         texts = self.collection.passage_texts()
         ids = [str(self.doc_ids[j]) for j in idx[0]]
         return pd.DataFrame({"rank": range(1, len(ids) + 1), "doc_id": ids, "score": scores[0],
-                             "passage": [texts[j] for j in idx[0]], "grade": [grades.get(d, 0) for d in ids],
+                             "passage": [readable(texts[j]) for j in idx[0]], "grade": [grades.get(d, 0) for d in ids],
                              "target": ["◀ target" if d == target_id else "" for d in ids]})
 
     def qrels_for(self, query_id: str | None, target_id: str) -> dict[str, int]:

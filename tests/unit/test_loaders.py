@@ -208,3 +208,30 @@ def test_one_passage_text_by_id_as_rankers_index_it():
     coll = Collection("hand", passages, pd.DataFrame({"query_id": ["q1"], "text": ["bank"]}))
     assert [coll.passage_text(d) for d in ("d1", "d2")] == coll.passage_texts() == ["a river bank", "Banks. money"]
     assert coll.passage_text("d9") is None  # named by a run, not in the collection
+
+
+def test_mis_decoded_text_is_repaired_where_shown_and_kept_where_ranked():
+    """MS MARCO's UTF-8 read as Windows-1252 ("thatâ€™s"): people read the repair, rankers the file."""
+    from eqi_core.collection import Collection, readable
+    from eqi_core.judged import judge_results
+    from eqi_core.runs import Run
+
+    broken = "That\u00e2\u20ac\u2122s 81 \u00c2\u00b0F in \u00e2\u20ac\u0153Rome\u00e2\u20ac\u009d"  # as MS MARCO stores it
+    assert readable(broken) == "That\u2019s 81 \u00b0F in \u201cRome\u201d"
+    for fine in ("a river bank", "Caf\u00e9 \u6771\u4eac \u2013 na\u00efve", ""):
+        assert readable(fine) == fine  # ASCII and correctly decoded text pass unchanged
+    assert readable(None) is None and readable(float("nan")) != readable(float("nan"))  # not text: passed through
+
+    passages = pd.DataFrame({"doc_id": ["d1", "d2"], "title": ["", "Caf\u00c3\u00a9"], "text": [broken, "money"]})
+    coll = Collection("hand", passages, pd.DataFrame({"query_id": ["q1"], "text": ["rome"]}),
+                      pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [1]}))
+    assert coll.passage_texts() == [broken, "Caf\u00c3\u00a9. money"]  # what rankers index: the file's text
+    assert coll.passage_text("d1") == broken
+    assert coll.display_text("d1") == readable(broken) and coll.display_text("d2") == "Caf\u00e9. money"
+    assert coll.display_text("d9") is None
+    found = coll.find_passages("rome")
+    assert found["text"].tolist() == [readable(broken)] and coll.passages["text"].iat[0] == broken
+    assert coll.find_passages("")["title"].tolist() == ["", "Caf\u00e9"]
+    run = Run("bm25", pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1, 2], "score": [2.0, 1.0]}))
+    judged = judge_results(coll, "rome", run, 10)
+    assert judged.results["text"].tolist() == [readable(broken), "money"]
