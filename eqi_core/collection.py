@@ -162,10 +162,14 @@ class Collection:
         return readable(self.passage_text(doc_id))
 
     def find_passages(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
-        """Passages whose id or text contains ``pattern`` (case-insensitive, literal), their title
-        and text repaired for reading (``readable``)."""
-        found = _filter(self.passages, ["doc_id", "title", "text"], pattern, limit)
-        return found.assign(title=found["title"].map(readable), text=found["text"].map(readable))
+        """Passages whose id or text contains ``pattern`` (case-insensitive, literal), found in and
+        shown as the text people read (``readable``): a phrase copied from the screen finds its passage."""
+        return _filter(self._readable_passages, ["doc_id", "title", "text"], pattern, limit)
+
+    @cached_property
+    def _readable_passages(self) -> pd.DataFrame:
+        # ASCII texts come back as the same objects, so this costs a pointer per passage
+        return self.passages.assign(title=self.passages["title"].map(readable), text=self.passages["text"].map(readable))
 
     def find_queries(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
         """Queries whose id or text contains ``pattern``, with their number of judgments."""
