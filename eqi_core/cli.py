@@ -240,7 +240,7 @@ def tasc(
         typer.echo(f"note: {note}", err=True)
     typer.echo(f"{len(matrix.values)} queries, measure {matrix.measure}, mode {mode}")
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    tests = pairwise_tests(matrix.values, correction)
+    tests = pairwise_tests(matrix.values, correction, order=list(table["ranker"]))
     typer.echo(f"\npaired tests ({correction} correction; significance says nothing about which queries each covers)")
     typer.echo(formatted_tests(readable_tests(tests, correction)).to_string(index=False))
     if query is None and output_dir is None:  # the drill-down is printed with --query and written with -o only

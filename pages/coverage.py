@@ -217,9 +217,10 @@ with st.expander("Queries solved by only one ranker (metric > 0 for it, 0 for al
 
 # -- statistics ------------------------------------------------------------------------------
 st.subheader("Paired significance tests")
-st.caption("A significant difference in means says nothing about which queries each ranker covers: read it next to TaSC.")
+st.caption("A significant difference in means says nothing about which queries each ranker covers: read it next to TaSC. "
+           "A is the later ranker of each pair in the TaSC table's order, so A − B > 0 means it did better.")
 correction = st.radio("Multiple-testing correction", CORRECTIONS, horizontal=True, key="cov_correction")
-tests = readable_tests(pairwise_tests(values, correction), correction)
+tests = readable_tests(pairwise_tests(values, correction, order=order), correction)
 st.dataframe(tests, hide_index=True, width="stretch", key="cov_tests", column_config={
     **{c: st.column_config.NumberColumn(format="%.2e") for c in p_value_columns(tests)},
     "mean A": st.column_config.NumberColumn(format="%.4f"), "mean B": st.column_config.NumberColumn(format="%.4f"),

@@ -17,8 +17,13 @@ CORRECTIONS = ("holm", "bonferroni", "bh")
 _STATSMODELS_METHOD = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
 
 
-def pairwise_tests(values: pd.DataFrame, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
-    """Paired t-test and Wilcoxon signed-rank test for every pair of rankers (columns)."""
+def pairwise_tests(values: pd.DataFrame, correction: str = "holm", alpha: float = 0.05,
+                   order: list[str] | None = None) -> pd.DataFrame:
+    """Paired t-test and Wilcoxon signed-rank test for every pair of rankers (columns). With
+    ``order`` (the TaSC table's: chronological), each pair is (later, earlier), the later ranker
+    first: A − B > 0 then means the newer one did better, as a paper reports an improvement."""
+    if order is not None:
+        values = values[list(order)[::-1]]
     rows = []
     for a, b in combinations(values.columns, 2):
         x, y = values[a].to_numpy(float), values[b].to_numpy(float)

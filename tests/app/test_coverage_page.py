@@ -69,6 +69,14 @@ def test_dl19_six_runs_published_means(monkeypatch):
     means = dict(zip(tasc_table(at)["ranker"], at.dataframe[1].value["mean_metric"]))
     assert round(means["bm25"], 4) == 0.5058 and round(means["repllama"], 4) == 0.7384
     assert any("2359 tied score groups" in i.value for i in at.info)
+    # paired tests in the table's (chronological) order, A the later ranker: A − B > 0 means it improved
+    tests = next(d.value for d in at.dataframe if "A − B" in d.value.columns)
+    order = tasc_table(at)["ranker"].tolist()
+    assert order[:2] == ["bm25", "bm25-rm3"] and len(tests) == 15
+    assert [tuple(r) for r in tests[["A", "B"]].head(2).to_numpy()] == [("repllama", "openai-ada2"), ("repllama", "splade-pp-ed")]
+    assert all(order.index(a) > order.index(b) for a, b in tests[["A", "B"]].to_numpy())
+    first = tests.iloc[0]
+    assert round(first["A − B"], 4) == round(means["repllama"] - means["openai-ada2"], 4) == 0.0349
     at.multiselect(key="cov_live").set_value(["bm25"]).run()  # the live BM25 beside the run file bm25.dl19.trec
     assert not at.exception, at.exception
     rankers = tasc_table(at)["ranker"].tolist()

@@ -22,10 +22,11 @@ def test_tasc_cli_by_hand(files):
     # RR old = [1, .5, 0], new = [.5, 0, 1] -> TaSC max(new | old) = (0*.5 + .5*0 + 1*1) / 3
     new_row = [line_ for line_ in result.output.splitlines() if line_.strip().startswith("new")][0]
     assert "0.3333" in new_row
-    # paired tests by hand: RR differences old - new = [.5, .5, -1] -> mean 0, one pair: Holm leaves p as it is
+    # paired tests by hand, the later ranker as A: RR differences new - old = [-.5, -.5, 1] -> mean 0, new better
+    # on 1 query, old on 2; one pair: Holm leaves p as it is
     assert "paired tests (holm correction" in result.output
-    test_row = [line_ for line_ in result.output.splitlines() if line_.split()[:2] == ["old", "new"]][0].split()
-    assert test_row[2:8] == ["0.5000", "0.5000", "+0.0000", "2", "1", "0"]
+    test_row = [line_ for line_ in result.output.splitlines() if line_.split()[:2] == ["new", "old"]][0].split()
+    assert test_row[2:8] == ["0.5000", "0.5000", "+0.0000", "1", "2", "0"]
     assert test_row[8] == "1.0e+00" and test_row[10] == "1.0e+00"  # t = 0: p = 1, raw and corrected
 
 

@@ -81,6 +81,9 @@ def test_pairwise_tests_counts():
     row = t.iloc[0]
     assert (row["a_better"], row["b_better"], row["ties"]) == (2, 0, 2)
     assert 0 <= row["t_p_adj"] <= 1
+    later_first = pairwise_tests(v, "bonferroni", order=["a", "b"]).iloc[0]  # b is the later ranker: A
+    assert (later_first["a"], later_first["b"], later_first["a_better"], later_first["b_better"]) == ("b", "a", 0, 2)
+    assert later_first["mean_diff"] == pytest.approx(-row["mean_diff"]) and later_first["t_p"] == pytest.approx(row["t_p"])
 
 
 def test_side_by_side_grades():
