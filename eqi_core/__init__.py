@@ -7,7 +7,7 @@ The nouns and verbs a notebook needs, imported on first use (``import eqi_core``
 - exposure: ``compute_exposure_map`` -> ``ExposureMap``, ``prepare_exposure`` -> ``ExposureSetup``,
   ``passage_exposure``, ``relq``, ``RelqSpec`` (``RelqSpec.parse("RELQ_RBP,RBP(0.5,0.9)@100")``), ``relq_rbp``
 - coverage: ``compute_matrix``, ``tasc``, ``tasc_table``
-- latent space: ``open_space``, ``load_decoder``, ``traverse``
+- latent space: ``open_space``, ``load_decoder``, ``traverse``; query suggestions: ``suggestion_table``
 - errors: ``DataError`` (bad input, one line)
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ _EXPORTS = {
     "open_space": "eqi_core.decoder.space",
     "load_decoder": "eqi_core.decoder",
     "traverse": "eqi_core.decoder.traversal",
+    "suggestion_table": "eqi_core.suggestion.panel",
 }
 __all__ = sorted(_EXPORTS)
 
