@@ -38,5 +38,6 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
         scored = [ir_measures.ScoredDoc(qid, d, float(s)) for d, s in zip(frame["doc_id"], frame["score"])]
         wanted = [ir_measures.nDCG @ 10, ir_measures.RR, ir_measures.R @ k]
-        measures = {str(m): float(v) for m, v in ir_measures.calc_aggregate(wanted, qrels, scored).items()}
+        values = ir_measures.calc_aggregate(wanted, qrels, scored)  # a dict in no fixed order
+        measures = {str(m): float(values[m]) for m in wanted}  # shown in this order
     return JudgedResults(query, qid, results, missed.sort_values("grade", ascending=False), measures)

@@ -17,6 +17,7 @@ def test_judged_results_for_logged_query(tiny, store):
     idcg = 2 + 1 / math.log2(3) + 1 / math.log2(4)
     assert j.measures["nDCG@10"] == pytest.approx(dcg / idcg, abs=1e-6)
     assert j.measures["RR"] == 1.0
+    assert list(j.measures) == ["nDCG@10", "RR", "R@3"]  # shown in this order, whatever order ir_measures returns
     assert set(j.missed["doc_id"]) == {"d1", "d4", "d7"} - set(j.results["doc_id"])
 
 
