@@ -164,6 +164,40 @@ def search(
 
 
 @app.command()
+def judgments(
+    collection: str = CollectionOpt,
+    query: str | None = typer.Option(None, "--query", "-Q", help="a query id: its judged passages, most relevant first"),
+    passage: str | None = typer.Option(None, "--passage", "-p", help="a passage id: the queries whose judgments name it"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
+) -> None:
+    """The collection's judgments of one query (its judged passages) or of one passage (the queries
+    that judge it), as the Collection page's Browse tabs show them."""
+    from eqi_core.judged import judged_passages, judging_queries
+
+    if (query is None) == (passage is None):
+        raise DataError("give one of --query QUERY_ID or --passage DOC_ID")
+    c = _load(collection, _store())
+    if query is not None:
+        if query not in c.query_text:
+            raise DataError(f"--query {query!r}: not a query id of {c.name} (e.g. {', '.join(c.queries['query_id'][:3])})")
+        table = judged_passages(c, query)
+        title = f"# query {query}: {c.query_text[query]!r}, {len(table):,} judged passages"
+    else:
+        if passage not in c.doc_index and not (c.qrels["doc_id"] == passage).any():
+            raise DataError(f"--passage {passage!r}: not a passage id of {c.name} (e.g. {', '.join(c.passages['doc_id'][:3])})")
+        table = judging_queries(c, passage)
+        title = f"# passage {passage}: named by the judgments of {len(table):,} {'query' if len(table) == 1 else 'queries'}"
+    if as_json:
+        for record in table.to_dict("records"):
+            typer.echo(json.dumps(record))
+        return
+    typer.echo(title)
+    if len(table):
+        shown = table.assign(passage=table["passage"].str.slice(0, 90)) if "passage" in table else table
+        typer.echo(shown.to_string(index=False))
+
+
+@app.command()
 def run(
     output: Path = typer.Option(..., "--output", "-o", help="TREC run file to write"),
     collection: str = CollectionOpt,

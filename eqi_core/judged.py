@@ -1,4 +1,5 @@
-"""A ranker's results for one query, joined with the collection's judgments (the live search box)."""
+"""A ranker's results for one query, joined with the collection's judgments (the live search box),
+and the judgments themselves, by query or by passage (the Browse tabs, ``eqi judgments``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,6 +9,8 @@ import pandas as pd
 
 from eqi_core.collection import Collection, readable
 from eqi_core.runs import Run
+
+NOT_IN_CORPUS = "(passage text not in the corpus)"
 
 
 @dataclass
@@ -32,7 +35,7 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     relevant = {d: g for d, g in grades.items() if g > 0}
     missed_ids = [d for d in relevant if d not in set(frame["doc_id"])]
     missed = pd.DataFrame({"doc_id": missed_ids, "grade": [relevant[d] for d in missed_ids],
-                           "text": [readable(texts.get(d, "(passage text not in the corpus)")) for d in missed_ids]})
+                           "text": [readable(texts.get(d, NOT_IN_CORPUS)) for d in missed_ids]})
     measures: dict[str, float] = {}
     if relevant:
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
@@ -41,3 +44,29 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
         values = ir_measures.calc_aggregate(wanted, qrels, scored)  # a dict in no fixed order
         measures = {str(m): float(values[m]) for m in wanted}  # shown in this order
     return JudgedResults(query, qid, results, missed.sort_values("grade", ascending=False), measures)
+
+
+
+def judged_passages(collection: Collection, query_id: str) -> pd.DataFrame:
+    """A query's judgments, most relevant first (then by doc_id): doc_id, grade, passage (as people
+    read it; judged passages without text, as in TREC DL, say so). Empty for a query without any."""
+    grades = collection.judgments.get(str(query_id), {})
+    frame = pd.DataFrame({"doc_id": list(grades), "grade": [int(g) for g in grades.values()]}, columns=["doc_id", "grade"])
+    frame = frame.sort_values(["grade", "doc_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    texts = [collection.display_text(d) for d in frame["doc_id"]]
+    return frame.assign(passage=[NOT_IN_CORPUS if t is None else t for t in texts])
+
+
+def judging_queries(collection: Collection, doc_id: str) -> pd.DataFrame:
+    """The queries whose judgments name a passage, most relevant first: query_id, query, grade
+    (a grade of 0 is a judged non-relevant passage)."""
+    qrels = collection.qrels[collection.qrels["doc_id"] == str(doc_id)]
+    frame = pd.DataFrame({"query_id": qrels["query_id"].astype(str).to_numpy(), "grade": qrels["relevance"].astype(int).to_numpy()})
+    frame = frame.sort_values(["grade", "query_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    texts = collection.query_text
+    return frame.assign(query=[texts.get(q, "") for q in frame["query_id"]])[["query_id", "query", "grade"]]
+
+
+def judgment_counts(collection: Collection, column: str) -> pd.Series:
+    """How many judgments name each query (``column="query_id"``) or passage (``"doc_id"``)."""
+    return collection.qrels.groupby(column).size()

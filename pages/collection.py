@@ -3,11 +3,12 @@ import streamlit as st
 
 from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
-from eqi_core.judged import judge_results
+from eqi_core.judged import judge_results, judged_passages, judging_queries, judgment_counts
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.rankers import ranker_spec
-from pages._sidebar import COLLECTION_KEY, sidebar
+from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
+from pages._text import literal, result_columns
 from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state, within
 
@@ -120,16 +121,56 @@ if ranker is not None and hasattr(ranker, "encoder"):  # a dense ranker reads on
 
 st.subheader("Browse")
 passages_tab, queries_tab = st.tabs(["Passages", "Queries"])
+judged_collection = len(collection.qrels) > 0
+
+
+def picked_row(selection, frame) -> int | None:
+    """The selected row of a browse table, if it still exists (a new filter shortens the table)."""
+    rows = getattr(getattr(selection, "selection", None), "rows", None) or []
+    return int(rows[0]) if rows and int(rows[0]) < len(frame) else None
+
+
 with passages_tab:
     pattern = st.text_input("Filter passages (id or text contains)", key="passage_filter")
     found = collection.find_passages(pattern)
-    st.caption(f"showing {len(found):,} passages (at most 500)")
-    st.dataframe(found, hide_index=True, width="stretch", column_config={"text": st.column_config.TextColumn(width="large")})
+    if judged_collection:
+        found = found.assign(judged_by=found["doc_id"].map(judgment_counts(collection, "doc_id")).fillna(0).astype(int))
+    st.caption(f"showing {len(found):,} passages (at most 500); select one for the queries that judge it and who sees it")
+    picked = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                          key="browse_passages", column_config={"text": st.column_config.TextColumn(width="large"),
+                                                                "judged_by": st.column_config.NumberColumn(
+                                                                    "judged by", help="queries whose judgments name it")})
+    row = picked_row(picked, found)
+    if row is not None:
+        doc = str(found["doc_id"].iloc[row])
+        judging = judging_queries(collection, doc)
+        st.markdown(f"**{literal(doc)}**: " + (f"named by the judgments of {len(judging):,} "
+                                                f"{'query' if len(judging) == 1 else 'queries'}" if len(judging) else
+                                                "no query's judgments name it"))
+        if len(judging):
+            st.dataframe(judging, hide_index=True, width="stretch", key="browse_judging")
+        st.page_link("pages/exposure.py", label="Which logged queries expose it? (Exposure)", icon=":material/visibility:",
+                     query_params={"collection": st.session_state[COLLECTION_KEY], "passage": doc,
+                                   "ranker": st.session_state.get(RANKER_KEY, "bm25")})
 with queries_tab:
     pattern = st.text_input("Filter queries (id or text contains)", key="query_filter")
     found = collection.find_queries(pattern)
-    st.caption(f"showing {len(found):,} queries (at most 500)")
-    st.dataframe(found, hide_index=True, width="stretch")
+    if judged_collection:
+        found = found.assign(judgments=found["query_id"].map(judgment_counts(collection, "query_id")).fillna(0).astype(int))
+    st.caption(f"showing {len(found):,} queries (at most 500)"
+               + ("; select one for its judged passages" if judged_collection else ""))
+    picked = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                          key="browse_queries")
+    row = picked_row(picked, found)
+    if row is not None:
+        qid, text = str(found["query_id"].iloc[row]), str(found["text"].iloc[row])
+        judged_table = judged_passages(collection, qid)
+        st.markdown(f"**{literal(text)}** (query {literal(qid)}): " + (f"{len(judged_table):,} judged passages, most relevant first"
+                                                          if len(judged_table) else "no judgments"))
+        st.button("Search it above", key="browse_search", icon=":material/search:",
+                  on_click=lambda: st.session_state.update(search_query=text))
+        if len(judged_table):
+            st.dataframe(judged_table, hide_index=True, width="stretch", key="browse_judged", column_config=result_columns())
 
 with link:
     copy_link(sync_url(URL))

@@ -98,3 +98,30 @@ def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch
     assert not app.exception
     assert any(c.value.startswith("minilm-l3-onnx reads at most 128 word pieces: 1 of 3 passages (33%) are longer")
                for c in app.caption)
+
+
+def test_browse_opens_a_querys_judgments_and_a_passages_judging_queries(app):
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
+    queries = next(d.value for d in app.dataframe if "judgments" in d.value.columns)
+    assert dict(zip(queries["query_id"], queries["judgments"]))["q1"] == 3  # q1 judges d1, d4, d7
+    app.session_state["browse_queries"] = {"selection": {"rows": [0], "columns": []}}  # a click on q1
+    app.run()
+    assert not app.exception, app.exception
+    judged = next(d.value for d in app.dataframe if list(d.value.columns) == ["doc_id", "grade", "passage"])
+    assert judged["doc_id"].tolist() == ["d1", "d4", "d7"] and judged["grade"].tolist() == [2, 1, 1]  # grade, then id
+    assert judged["passage"].iloc[0] == "River bank. the sloping land beside a river where the water meets the shore"
+    assert any("3 judged passages" in m.value for m in app.markdown)
+    app.button(key="browse_search").click().run()  # the query goes to the search box above
+    assert app.text_input(key="search_query").value == "river bank"
+    assert any("Logged query `q1`" in c.value for c in app.caption)
+
+    passages = next(d.value for d in app.dataframe if "judged_by" in d.value.columns)
+    row = passages["doc_id"].tolist().index("d3")
+    assert passages["judged_by"].iloc[row] == 1
+    app.session_state["browse_passages"] = {"selection": {"rows": [row], "columns": []}}
+    app.run()
+    assert not app.exception, app.exception
+    judging = next(d.value for d in app.dataframe if list(d.value.columns) == ["query_id", "query", "grade"])
+    assert judging.to_dict("records") == [{"query_id": "q2", "query": "bank loan interest", "grade": 1}]
+    assert any("named by the judgments of 1 query" in m.value for m in app.markdown)

@@ -13,7 +13,7 @@ TINY = f"beir:{TINY_BEIR}"
 
 @pytest.mark.parametrize("command", [[], ["collections"], ["collections", "list"], ["collections", "inspect"],
                                      ["index"], ["search"], ["run"], ["bench"], ["bench", "encode"], ["bench", "dense"],
-                                     ["bench", "scale"], ["bench", "pasted"]])
+                                     ["bench", "scale"], ["bench", "pasted"], ["judgments"]])
 def test_help_on_every_command(command):
     result = runner.invoke(app, command + ["--help"])
     assert result.exit_code == 0 and "Usage" in result.output
@@ -94,3 +94,26 @@ def test_exposure_of_an_unknown_passage_id_fails_before_any_map_is_built(monkeyp
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: passage id 'no-such-id' is not in the collection") and "\n" not in err
+
+
+def test_judgments_of_a_query_and_of_a_passage():
+    out = runner.invoke(app, ["judgments", "-c", TINY, "--query", "q1"]).output
+    assert out.splitlines()[0] == "# query q1: 'river bank', 3 judged passages"
+    assert [line.split()[:2] for line in out.splitlines()[2:]] == [["d1", "2"], ["d4", "1"], ["d7", "1"]]
+    out = runner.invoke(app, ["judgments", "-c", TINY, "--passage", "d3", "--json"]).output
+    assert [json.loads(line) for line in out.splitlines()] == [{"query_id": "q2", "query": "bank loan interest", "grade": 1}]
+    assert "named by the judgments of 1 query" in runner.invoke(app, ["judgments", "-c", TINY, "-p", "d3"]).output
+
+
+@pytest.mark.parametrize("argv,message", [
+    ([], "give one of --query QUERY_ID or --passage DOC_ID"),
+    (["-Q", "q1", "-p", "d1"], "give one of --query QUERY_ID or --passage DOC_ID"),
+    (["-Q", "q99"], "--query 'q99': not a query id of tiny_beir"),
+    (["-p", "d99"], "--passage 'd99': not a passage id of tiny_beir"),
+])
+def test_judgments_bad_input_is_one_line(monkeypatch, capsys, argv, message):
+    monkeypatch.setattr("sys.argv", ["eqi", "judgments", "-c", TINY, *argv])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and message in err and len(err.splitlines()) == 1

@@ -25,3 +25,27 @@ def test_unlogged_query_has_no_measures(tiny, store):
     ranker = build_ranker("bm25", tiny, store)
     j = judge_results(tiny, "piano hammers", ranker.search(["piano hammers"], k=3), 3)
     assert j.query_id is None and j.measures == {} and j.results["grade"].isna().all()
+
+
+def test_judgments_by_query_and_by_passage_by_hand():
+    import pandas as pd
+
+    from eqi_core.collection import Collection
+    from eqi_core.judged import NOT_IN_CORPUS, judged_passages, judging_queries, judgment_counts
+
+    passages = pd.DataFrame({"doc_id": ["a", "b", "c"], "title": ["", "", ""],
+                             "text": ["alpha", "beta \u00e2\u20ac\u201c two", "gamma"]})  # b as MS MARCO stores a dash
+    queries = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["first", "second", "third"]})
+    qrels = pd.DataFrame({"query_id": ["q1", "q1", "q1", "q1", "q2"], "doc_id": ["c", "a", "zz", "b", "b"],
+                          "relevance": [1, 2, 2, 0, 3]})  # zz: judged, not in the corpus (as in TREC DL)
+    coll = Collection("hand", passages, queries, qrels)
+    q1 = judged_passages(coll, "q1")
+    assert q1["doc_id"].tolist() == ["a", "zz", "c", "b"] and q1["grade"].tolist() == [2, 2, 1, 0]  # grade, then id
+    assert q1["passage"].tolist() == ["alpha", NOT_IN_CORPUS, "gamma", "beta \u2013 two"]  # shown repaired
+    assert judged_passages(coll, "q3").empty and list(judged_passages(coll, "q3").columns) == ["doc_id", "grade", "passage"]
+    b = judging_queries(coll, "b")
+    assert b.to_dict("records") == [{"query_id": "q2", "query": "second", "grade": 3},
+                                    {"query_id": "q1", "query": "first", "grade": 0}]
+    assert judging_queries(coll, "zz")["query_id"].tolist() == ["q1"] and judging_queries(coll, "nothing").empty
+    assert judgment_counts(coll, "query_id").to_dict() == {"q1": 4, "q2": 1}
+    assert judgment_counts(coll, "doc_id").to_dict() == {"a": 1, "b": 2, "c": 1, "zz": 1}
