@@ -91,7 +91,7 @@ REGISTRY: tuple[RankerSpec, ...] = (
     RankerSpec("minilm-l6", "MiniLM-L6 (dense)", "dense", "2021-08", "#F58518",
                "all-MiniLM-L6-v2, 384-d, sentence-transformers weights run by onnxruntime (fp32 export)", encoder="minilm-l6", dimension=384,
                map_source="dense", build=_dense, index=_dense_index),
-    RankerSpec("minilm-l3-onnx", "MiniLM-L3 (dense, ONNX)", "dense", "2021-06", "#FFBE7D",
+    RankerSpec("minilm-l3-onnx", "MiniLM-L3 (dense, ONNX)", "dense", "2021-06", "#B279A2",
                "paraphrase-MiniLM-L3-v2, 384-d, onnxruntime, mean pooling", encoder="minilm-l3-onnx", dimension=384,
                map_source="dense", build=_dense, index=_dense_index),
     RankerSpec("splade-tiny", "SPLADE-tiny", "learned-sparse", "2021-09", "#8CD17D",
@@ -100,7 +100,7 @@ REGISTRY: tuple[RankerSpec, ...] = (
     RankerSpec("bm25-rm3", "BM25 + RM3", "run", "2004-07", "#9ECAE9", aliases=("rm3",)),
     RankerSpec("tasb", "TAS-B", "run", "2021-04", "#72B7B2", aliases=("tas-b",)),
     RankerSpec("splade-pp-ed", "SPLADE++ ED", "run", "2021-12", "#54A24B", aliases=("splade++",)),
-    RankerSpec("openai-ada2", "OpenAI ada-002", "run", "2022-12", "#B279A2", aliases=("ada2",)),
+    RankerSpec("openai-ada2", "OpenAI ada-002", "run", "2022-12", "#9D755D", aliases=("ada2",)),
     RankerSpec("repllama", "RepLLaMA", "run", "2023-10", "#E45756"),
 )
 _BY_NAME = {name: spec for spec in REGISTRY for name in (spec.id, *spec.aliases)}

@@ -29,6 +29,8 @@ def test_example_ranker_coverage_by_deep_link(dashboard, page):
     heading.wait_for(timeout=180_000)
     assert "mean RR@10" in heading.inner_text()
     page.get_by_role("tab", name="Pairwise").click()
+    page.get_by_role("tabpanel", name="Pairwise").locator("svg.main-svg").first.wait_for(timeout=180_000)  # its scatter
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached", timeout=180_000)  # the run has finished
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("example-coverage.png")), full_page=True)
 
