@@ -163,8 +163,11 @@ class Collection:
 
     def find_passages(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
         """Passages whose id or text contains ``pattern`` (case-insensitive, literal), found in and
-        shown as the text people read (``readable``): a phrase copied from the screen finds its passage."""
-        return _filter(self._readable_passages, ["doc_id", "title", "text"], pattern, limit)
+        shown as the text people read (``readable``: a phrase copied from the screen finds its
+        passage), with the number of judgments naming each."""
+        counts = self.qrels.groupby("doc_id").size()
+        found = _filter(self._readable_passages, ["doc_id", "title", "text"], pattern, limit)
+        return found.assign(judgments=found["doc_id"].map(counts).fillna(0).astype(int))
 
     @cached_property
     def _readable_passages(self) -> pd.DataFrame:

@@ -46,7 +46,6 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     return JudgedResults(query, qid, results, missed.sort_values("grade", ascending=False), measures)
 
 
-
 def judged_passages(collection: Collection, query_id: str) -> pd.DataFrame:
     """A query's judgments, most relevant first (then by doc_id): doc_id, grade, passage (as people
     read it; judged passages without text, as in TREC DL, say so). Empty for a query without any."""
@@ -65,8 +64,3 @@ def judging_queries(collection: Collection, doc_id: str) -> pd.DataFrame:
     frame = frame.sort_values(["grade", "query_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
     texts = collection.query_text
     return frame.assign(query=[texts.get(q, "") for q in frame["query_id"]])[["query_id", "query", "grade"]]
-
-
-def judgment_counts(collection: Collection, column: str) -> pd.Series:
-    """How many judgments name each query (``column="query_id"``) or passage (``"doc_id"``)."""
-    return collection.qrels.groupby(column).size()

@@ -3,7 +3,7 @@ import streamlit as st
 
 from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
-from eqi_core.judged import judge_results, judged_passages, judging_queries, judgment_counts
+from eqi_core.judged import judge_results, judged_passages, judging_queries
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.rankers import ranker_spec
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
@@ -133,13 +133,13 @@ def picked_row(selection, frame) -> int | None:
 with passages_tab:
     pattern = st.text_input("Filter passages (id or text contains)", key="passage_filter")
     found = collection.find_passages(pattern)
-    if judged_collection:
-        found = found.assign(judged_by=found["doc_id"].map(judgment_counts(collection, "doc_id")).fillna(0).astype(int))
+    if not judged_collection:
+        found = found.drop(columns="judgments")
     st.caption(f"showing {len(found):,} passages (at most 500); select one for the queries that judge it and who sees it")
     picked = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                           key="browse_passages", column_config={"text": st.column_config.TextColumn(width="large"),
-                                                                "judged_by": st.column_config.NumberColumn(
-                                                                    "judged by", help="queries whose judgments name it")})
+                                                                "judgments": st.column_config.NumberColumn(
+                                                                    help="how many queries' judgments name it")})
     row = picked_row(picked, found)
     if row is not None:
         doc = str(found["doc_id"].iloc[row])
@@ -155,8 +155,8 @@ with passages_tab:
 with queries_tab:
     pattern = st.text_input("Filter queries (id or text contains)", key="query_filter")
     found = collection.find_queries(pattern)
-    if judged_collection:
-        found = found.assign(judgments=found["query_id"].map(judgment_counts(collection, "query_id")).fillna(0).astype(int))
+    if not judged_collection:
+        found = found.drop(columns="judgments")
     st.caption(f"showing {len(found):,} queries (at most 500)"
                + ("; select one for its judged passages" if judged_collection else ""))
     picked = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",

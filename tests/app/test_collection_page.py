@@ -103,7 +103,7 @@ def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch
 def test_browse_opens_a_querys_judgments_and_a_passages_judging_queries(app):
     app.run()
     sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
-    queries = next(d.value for d in app.dataframe if "judgments" in d.value.columns)
+    queries = next(d.value for d in app.dataframe if "judgments" in d.value.columns and "title" not in d.value.columns)
     assert dict(zip(queries["query_id"], queries["judgments"]))["q1"] == 3  # q1 judges d1, d4, d7
     app.session_state["browse_queries"] = {"selection": {"rows": [0], "columns": []}}  # a click on q1
     app.run()
@@ -116,9 +116,9 @@ def test_browse_opens_a_querys_judgments_and_a_passages_judging_queries(app):
     assert app.text_input(key="search_query").value == "river bank"
     assert any("Logged query `q1`" in c.value for c in app.caption)
 
-    passages = next(d.value for d in app.dataframe if "judged_by" in d.value.columns)
+    passages = next(d.value for d in app.dataframe if "title" in d.value.columns)
     row = passages["doc_id"].tolist().index("d3")
-    assert passages["judged_by"].iloc[row] == 1
+    assert passages["judgments"].iloc[row] == 1
     app.session_state["browse_passages"] = {"selection": {"rows": [row], "columns": []}}
     app.run()
     assert not app.exception, app.exception

@@ -31,7 +31,7 @@ def test_judgments_by_query_and_by_passage_by_hand():
     import pandas as pd
 
     from eqi_core.collection import Collection
-    from eqi_core.judged import NOT_IN_CORPUS, judged_passages, judging_queries, judgment_counts
+    from eqi_core.judged import NOT_IN_CORPUS, judged_passages, judging_queries
 
     passages = pd.DataFrame({"doc_id": ["a", "b", "c"], "title": ["", "", ""],
                              "text": ["alpha", "beta \u00e2\u20ac\u201c two", "gamma"]})  # b as MS MARCO stores a dash
@@ -47,5 +47,5 @@ def test_judgments_by_query_and_by_passage_by_hand():
     assert b.to_dict("records") == [{"query_id": "q2", "query": "second", "grade": 3},
                                     {"query_id": "q1", "query": "first", "grade": 0}]
     assert judging_queries(coll, "zz")["query_id"].tolist() == ["q1"] and judging_queries(coll, "nothing").empty
-    assert judgment_counts(coll, "query_id").to_dict() == {"q1": 4, "q2": 1}
-    assert judgment_counts(coll, "doc_id").to_dict() == {"a": 1, "b": 2, "c": 1, "zz": 1}
+    assert coll.find_queries()["judgments"].tolist() == [4, 1, 0]
+    assert coll.find_passages()["judgments"].tolist() == [1, 2, 1]  # zz is judged but has no row
