@@ -5,7 +5,7 @@ from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import judge_results, judged_passages, judging_queries
 from eqi_core.loaders.registry import web_log_demo
-from eqi_core.rankers import ranker_spec
+from eqi_core.rankers import DEFAULT_RANKER, ranker_spec
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
 from pages._text import literal, result_columns
@@ -151,7 +151,7 @@ with passages_tab:
             st.dataframe(judging, hide_index=True, width="stretch", key="browse_judging")
         st.page_link("pages/exposure.py", label="Which logged queries expose it? (Exposure)", icon=":material/visibility:",
                      query_params={"collection": st.session_state[COLLECTION_KEY], "passage": doc,
-                                   "ranker": st.session_state.get(RANKER_KEY, "bm25")})
+                                   "ranker": st.session_state.get(RANKER_KEY, DEFAULT_RANKER)})
 with queries_tab:
     pattern = st.text_input("Filter queries (id or text contains)", key="query_filter")
     found = collection.find_queries(pattern)
