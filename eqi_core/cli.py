@@ -99,6 +99,8 @@ def collections_inspect(
             typer.echo(f"note: {note}")
     for note in c.notes:
         typer.echo(f"note: {note}")
+    if c.mis_decoded:
+        typer.echo(f"note: {c.mis_decoded_note()}")
 
 
 @app.command()

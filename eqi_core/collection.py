@@ -174,6 +174,21 @@ class Collection:
         # ASCII texts come back as the same objects, so this costs a pointer per passage
         return self.passages.assign(title=self.passages["title"].map(readable), text=self.passages["text"].map(readable))
 
+    @cached_property
+    def mis_decoded(self) -> int:
+        """How many passages hold mis-decoded characters (title or text) that ``readable`` repairs."""
+        shown, raw = self._readable_passages, self.passages
+        changed = (shown["text"].fillna("") != raw["text"].fillna("")) | (shown["title"].fillna("") != raw["title"].fillna(""))
+        return int(changed.sum())
+
+    def mis_decoded_note(self) -> str | None:
+        """One line for the Collection page and ``eqi collections inspect``; None when no passage needs it."""
+        n = self.mis_decoded
+        if not n:
+            return None
+        return (f"{n:,} of {len(self.passages):,} passages ({n / len(self.passages):.0%}) hold mis-decoded characters "
+                "(UTF-8 read as Windows-1252: \"â€™\" for \"’\"); they are shown repaired, and rankers read them as written")
+
     def find_queries(self, pattern: str = "", limit: int = 500) -> pd.DataFrame:
         """Queries whose id or text contains ``pattern``, with their number of judgments."""
         counts = self.qrels.groupby("query_id").size()

@@ -24,8 +24,9 @@ WEB_LOG_DEMO_PASSAGE = "2022689"  # chocolate and Nobel prizes, shown to dark-ch
 head, link = st.columns([5, 1])
 head.title(collection.name)
 st.caption(f"source `{collection.source}` · fingerprint `{collection.fingerprint}`")
-for note in collection.notes:
-    st.info(note, icon=":material/info:")
+for note in [*collection.notes, collection.mis_decoded_note()]:
+    if note:
+        st.info(note, icon=":material/info:")
 
 if collection.source == "wordnet:20000":
     with st.container(border=True):

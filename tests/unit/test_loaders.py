@@ -235,3 +235,7 @@ def test_mis_decoded_text_is_repaired_where_shown_and_kept_where_ranked():
     run = Run("bm25", pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1, 2], "score": [2.0, 1.0]}))
     judged = judge_results(coll, "rome", run, 10)
     assert judged.results["text"].tolist() == [readable(broken), "money"]
+    assert coll.mis_decoded == 2  # d1's text, d2's title
+    assert coll.mis_decoded_note().startswith("2 of 2 passages (100%) hold mis-decoded characters")
+    clean = Collection("clean", passages.assign(title="", text="plain"), pd.DataFrame({"query_id": ["q1"], "text": ["x"]}))
+    assert clean.mis_decoded == 0 and clean.mis_decoded_note() is None
