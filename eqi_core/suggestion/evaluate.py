@@ -202,7 +202,8 @@ def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.D
             row[f"best@{k}_lo"], row[f"best@{k}_hi"] = bootstrap_mean_ci(part[f"best@{k}"].to_numpy())
         texts = [t for s in part["suggestions"] for t in s]
         row["suggestions_per_query"] = float(np.mean([len(s) for s in part["suggestions"]]))
-        row["self_bleu"] = float(np.nanmean([self_bleu(list(s)) for s in part["suggestions"]])) if len(part) else np.nan
+        defined = [b for b in (self_bleu(list(s)) for s in part["suggestions"]) if not np.isnan(b)]  # needs 2 suggestions
+        row["self_bleu"] = float(np.mean(defined)) if defined else np.nan
         if lexicon is not None:
             fl = fluency(texts, lexicon)
             row.update({k: fl[k] for k in ("nonword", "repeat", "repeat_inflected", "words")})

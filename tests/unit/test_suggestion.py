@@ -719,3 +719,26 @@ def test_an_evaluations_lists_rescored_by_another_ranker(tiny, store):
     assert got["ndcg10"].iloc[2] == ndcg(["grand piano"], {"d8": 1}, "d8")
     table = summary(got)
     assert set(table["method"]) == {"original query", "RM3", "suggester (PRF)"}
+
+
+def test_self_bleu_of_one_suggestion_lists_is_empty_without_a_warning(tiny, store):
+    """Self-BLEU needs two suggestions: a method that made one per query gets none (NaN), silently;
+    another method's mean skips its one-suggestion queries."""
+    import warnings
+
+    from eqi_core.rankers import build_ranker
+    from eqi_core.suggestion.baselines import self_bleu
+    from eqi_core.suggestion.evaluate import rescore_lists, summary
+
+    lists = pd.DataFrame([
+        {"query_id": "q1", "query": "river bank", "gold": "d1", "method": "suggester (plain)", "suggestions": ["river water"]},
+        {"query_id": "q2", "query": "bank loan interest", "gold": "d6", "method": "suggester (plain)", "suggestions": ["loan"]},
+        {"query_id": "q1", "query": "river bank", "gold": "d1", "method": "RM3", "suggestions": ["river bank water", "river bank shore"]},
+        {"query_id": "q2", "query": "bank loan interest", "gold": "d6", "method": "RM3", "suggestions": ["bank loan"]},
+    ])
+    got = rescore_lists(lists, build_ranker("bm25", tiny, store), tiny.judgments)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Mean of empty slice" was printed here
+        table = summary(got).set_index("method")
+    assert np.isnan(table.loc["suggester (plain)", "self_bleu"])
+    assert table.loc["RM3", "self_bleu"] == pytest.approx(self_bleu(["river bank water", "river bank shore"]))
