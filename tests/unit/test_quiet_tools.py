@@ -39,6 +39,40 @@ def test_line_progress_counts_time_from_its_making_not_its_first_report(monkeypa
     assert last == "[eqi] indexing: 1,500/1,500 passage (100%), 45 s"
 
 
+def test_a_reporter_handed_several_steps_times_each_from_its_own_start(monkeypatch):
+    """prepare_exposure hands one reporter the passages' encoding, then the queries', then the map:
+    the second step's time left once counted the first step's time as its own (here: 13 min left
+    instead of 60 s). A new step (another total, or a count that goes back) restarts the clock."""
+    from eqi_core import progress as progress_mod
+
+    clock = iter([0.0, 60.0, 120.0, 120.0, 130.0, 150.0, 150.0, 151.0])
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    report = line_progress("preparing", "item", stream=out)  # made at t = 0
+    report(7000, 14000)  # t = 60
+    report(14000, 14000)  # t = 120: step 1 done
+    report(1000, 7000)  # t = 120 (step 2 starts) then 130
+    report(7000, 7000)  # t = 150
+    report(0, 7000)  # a third step with the same total: the count went back; t = 150, 151
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["[eqi] preparing: 7,000/14,000 item (50%), 60 s, ~60 s left",
+                         "[eqi] preparing: 14,000/14,000 item (100%), 2.0 min"]
+    assert lines[2] == "[eqi] preparing: step 2: 1,000/7,000 item (14%), 10 s, ~60 s left"  # not 2.2 min, ~13 min
+    assert lines[3] == "[eqi] preparing: step 2: 7,000/7,000 item (100%), 30 s"
+    assert lines[4] == "[eqi] preparing: step 3: 0/7,000 item (0%), 1 s"
+
+
+def test_steps_by_hand(monkeypatch):
+    from eqi_core import progress as progress_mod
+
+    clock = iter([5.0, 9.0])
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
+    steps = progress_mod.Steps()  # t = 5
+    assert steps.see(0, 10) and steps.step == 1 and steps.prefix == "" and steps.started == 5.0
+    assert not steps.see(4, 10) and not steps.see(10, 10)
+    assert steps.see(3, 20) and steps.step == 2 and steps.prefix == "step 2: " and steps.started == 9.0
+
+
 def test_encoding_reports_its_start():
     from eqi_core.encoders import encode_in_chunks
 
