@@ -1,5 +1,6 @@
 """Exposure page: which queries expose a passage, exactly and by each approximate EQI method."""
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
@@ -16,7 +17,7 @@ from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
-from pages._text import literal
+from pages._text import literal, result_columns
 from pages._url import copy_link, incoming, page_header, sync_url, within
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
@@ -137,7 +138,8 @@ if chosen and result.exact is not None:
 cols = st.columns(1 + len(names))
 if result.exact is not None:
     cols[0].markdown("**Exact (brute force)**")
-    cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact")
+    picked = cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
+                               on_select="rerun", selection_mode="single-row")
     cols[0].download_button("CSV", result.exact.to_csv(index=False).encode(), "exact_exposing_queries.csv", key="exp_dl_exact")
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
@@ -146,6 +148,26 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
                       "rank", format="%d", help=f"the passage's rank for this query (exact); '> {n_qd}': this query "
                                                 f"does not show it in its top {n_qd}")})
     col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
+
+# -- what one exposing query shows ------------------------------------------------------------------------
+TOP_SHOWN = 10  # a selected query's results shown: its top 10, then this passage's row if it is deeper
+if result.exact is not None and len(result.exact):
+    rows = getattr(getattr(picked, "selection", None), "rows", None) or []
+    if rows and int(rows[0]) < min(n_dq, len(result.exact)):
+        chosen_query = result.exact.iloc[int(rows[0])]
+        rank = int(chosen_query["rank"])
+        top = setup.query_results(str(chosen_query["query_id"]), max(rank if doc_id is not None else 0, TOP_SHOWN))
+        here = top["doc_id"] == doc_id if doc_id is not None else pd.Series(False, index=top.index)
+        top = top[(top["rank"] <= TOP_SHOWN) | here]
+        top = top.assign(passage=[collection.display_text(d) or "" for d in top["doc_id"]],
+                         target=np.where(here[top.index], "◀ this passage", ""))
+        where = (f"this passage at rank {rank}" if doc_id is not None else f"the pasted passage would rank {rank}")
+        st.markdown(f"**What “{literal(chosen_query['query'])}” shows**: its top {TOP_SHOWN}"
+                    + (", then this passage" if doc_id is not None and rank > TOP_SHOWN else "") + f" ({where})")
+        st.dataframe(top, hide_index=True, width="stretch", key="exp_query_top", column_config=result_columns(),
+                     height=35 * (len(top) + 1) + 3)  # every row in view, the passage's last
+    else:
+        st.caption("Select an exposing query in the Exact column to see what it shows, down to this passage.")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
 st.subheader("Queries no log holds yet")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
@@ -190,6 +191,24 @@ class ExposureSetup:
 
     def passage_text(self, doc: int) -> str:
         return self.texts[doc]
+
+    def query_results(self, query_id: str, k: int) -> pd.DataFrame:
+        """What one logged query shows in these rankings: its top ``k`` (rank, doc_id, score), from the
+        ranker itself or, for a result log, the log's own rows (ranks as the exposure map read them).
+        The Exposure page shows it for an exposing query: which passages stand above this one."""
+        from eqi_core.exposure.result_logs import is_result_log, load_result_log
+
+        if is_result_log(self.ranker_id):
+            if "_result_log" not in self._methods:
+                self._methods["_result_log"] = load_result_log(self.ranker_id, self.collection, self.depth)[0].frame
+            log = self._methods["_result_log"]
+            frame = log[(log["query_id"] == str(query_id)) & (log["rank"] <= self.depth)].sort_values("rank").head(k)
+        else:
+            if str(query_id) not in self.collection.query_text:
+                raise DataError(f"query id {query_id!r} is not in the query log")
+            ranker = build_ranker(self.ranker_id, self.collection, self.store)
+            frame = ranker.search({str(query_id): self.collection.query_text[str(query_id)]}, k=k).frame
+        return frame[["rank", "doc_id", "score"]].reset_index(drop=True)
 
     def brute_force(self, docs: np.ndarray, n_dq: int) -> np.ndarray:
         """The ideal exposure lists (exposing queries by rank), padded with -1."""

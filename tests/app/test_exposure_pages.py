@@ -139,3 +139,42 @@ def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
         at.button(key="ev_run").click().run()
     assert not at.exception and "Brute force" in at.dataframe[0].value.index  # the page is drawn in full...
     assert not charts()  # ...without the grid of the other setting
+
+
+def test_an_exposing_query_shows_what_stands_above_the_passage(at):
+    """Select an exposing query: its results under the ranker, down to the passage (marked), as
+    the ranker's own search gives them."""
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    at.switch_page("pages/exposure.py").run()
+    at.selectbox(key="exp_doc").set_value("d6").run()
+    assert any("Select an exposing query" in c.value for c in at.caption)
+    exact = next(d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"])
+    at.session_state["exp_exact"] = {"selection": {"rows": [0], "columns": []}}
+    at.run()
+    assert not at.exception, at.exception
+    shown = next(d.value for d in at.dataframe if "target" in d.value.columns)
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    search = build_ranker("minilm-l3-onnx", tiny, ArtifactStore()).search([exact["query"].iloc[0]], k=10).frame
+    assert shown["doc_id"].tolist() == search["doc_id"].tolist() and shown["rank"].tolist() == list(range(1, 11))
+    marked = shown[shown["target"] == "◀ this passage"]
+    assert marked["doc_id"].tolist() == ["d6"] and marked["rank"].iloc[0] == exact["rank"].iloc[0]
+    assert any(f"this passage at rank {exact['rank'].iloc[0]}" in m.value for m in at.markdown)
+
+
+def test_an_exposing_query_of_a_result_log_shows_the_logs_own_rows(at, tmp_path):
+    from eqi_core.store import ArtifactStore
+    from eqi_core.uploads import store_result_log
+
+    log = b"q1 Q0 d6 1 9.0 sys\nq1 Q0 d1 2 8.0 sys\nq2 Q0 d6 3 7.0 sys\nq2 Q0 d2 1 8.5 sys\n"
+    at.query_params["log"] = str(store_result_log(ArtifactStore(), "system.trec", log).resolve())
+    at.query_params["passage"] = "d6"
+    at.switch_page("pages/exposure.py").run()
+    at.slider(key="exp_ndq").set_value(5).run()  # the tiny log's default lists one exposing query
+    at.session_state["exp_exact"] = {"selection": {"rows": [1], "columns": []}}  # q2, where d6 is second
+    at.run()
+    assert not at.exception, at.exception
+    shown = next(d.value for d in at.dataframe if "target" in d.value.columns)
+    assert shown["doc_id"].tolist() == ["d2", "d6"] and shown["target"].tolist() == ["", "◀ this passage"]
