@@ -173,3 +173,20 @@ def test_exposure_cli_says_when_a_method_finds_nothing(tmp_path, monkeypatch):
     lines = out.output.splitlines()
     dense = lines[lines.index(next(ln for ln in lines if ln.startswith("## dense-reverse"))) + 2]
     assert re.fullmatch(r"-|\d+", dense.split()[-1])  # ranks print as integers or '-', never 1.0 / NaN
+
+
+def test_query_results_agree_with_the_exposure_map(setup):
+    """What an exposing query shows (the page's look at it) is the ranker's own top k, and the
+    passage sits there at the rank the map gives it."""
+    from eqi_core.rankers import build_ranker
+
+    doc = setup.exposure.doc_ids[int(np.flatnonzero(setup.exposure.counts() > 0)[0])]
+    exposing = setup.exposure.exposing_frame(doc)
+    qid, rank = str(exposing["query_id"].iloc[0]), int(exposing["rank"].iloc[0])
+    shown = setup.query_results(qid, 3)
+    search = build_ranker("minilm-l3-onnx", setup.collection, setup.store).search(
+        {qid: setup.collection.query_text[qid]}, k=3).frame
+    assert shown["doc_id"].tolist() == search["doc_id"].tolist() and shown["rank"].tolist() == [1, 2, 3]
+    assert int(shown.loc[shown["doc_id"] == doc, "rank"].iloc[0]) == rank
+    with pytest.raises(DataError, match="query id 'nope' is not in the query log"):
+        setup.query_results("nope", 3)
