@@ -30,7 +30,7 @@ for note in [*collection.notes, collection.mis_decoded_note()]:
 
 if collection.source == "wordnet:20000":
     with st.container(border=True):
-        st.markdown("**Start here: three questions this workbench answers**")
+        st.markdown("**Start here: questions this workbench answers**")
         e1, e2, e3 = st.columns(3)
         e1.page_link("pages/exposure.py", label="Who sees the river-bank sense of *bank*?",
                      icon=":material/visibility:", query_params={"collection": "wordnet", "ranker": "minilm-l6",
