@@ -23,13 +23,14 @@ from eqi_core.rankers import DEFAULT_RANKER, RANKERS, build_ranker, embedding_di
 from eqi_core.store import ArtifactStore, atomic_copy, atomic_path, atomic_write
 from eqi_core.suggestion.rerank import PICK_PENALTY, POOL_SAMPLES
 
-app = typer.Typer(help="Search-transparency workbench: collections, rankers, exposure, coverage.",
+app = typer.Typer(help="Search-transparency workbench: collections and rankers, exposure, ranker coverage, a dense "
+                       "retriever's latent space and query suggestions.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 collections_app = typer.Typer(help="List and inspect collections.", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks: JSON results, ours against a named baseline in the same run.",
                         no_args_is_help=True)
-app.add_typer(collections_app, name="collections")
-app.add_typer(bench_app, name="bench")
+app.add_typer(collections_app, name="collections", rich_help_panel="Collections and search")
+app.add_typer(bench_app, name="bench", rich_help_panel="Benchmarks and maintenance")
 
 CollectionOpt = typer.Option(DEFAULT_SPEC, "--collection", "-c",
                              help="wordnet, wordnet:full, wordnet:N, beir:PATH[#split], msmarco:PATH, irds:ID or a path")
@@ -1480,6 +1481,40 @@ def bench_tasc_cmd(
     from eqi_core.bench import bench_tasc
 
     _echo_json(bench_tasc(n_queries=queries, n_rankers=rankers), output)
+
+
+HELP_PANELS = {  # `eqi --help` lists the commands by what they are for, as the dashboard's pages are
+    "Collections and search": ("index", "search", "judgments", "run"),
+    "Exposure": ("exposure", "exposure-map", "train-exposure", "eval-exposure", "eval-generative"),
+    "Ranker coverage": ("tasc",),
+    "Latent space: decoding and traversal": ("decode", "traverse", "eval-decoder", "train-decoder", "decoder-corpus",
+                                             "decoder-lexicon"),
+    "Query suggestions": ("suggest", "eval-suggestions", "rescore-suggestions", "reformulations", "train-suggester",
+                          "train-suggestion-ranker"),
+    "Benchmarks and maintenance": ("ship-embeddings",),
+}
+
+
+def command_name(info) -> str:
+    return info.name or info.callback.__name__.replace("_", "-")
+
+
+def _tidy_help() -> None:
+    """Each command in its panel, the panels in ``HELP_PANELS``' order, each listed by its
+    docstring's first paragraph on one line (the docstrings' own line breaks made ragged rows)."""
+    import inspect
+
+    panels = list(HELP_PANELS)
+    panel_of = {name: panel for panel, names in HELP_PANELS.items() for name in names}
+    for info in app.registered_commands:
+        info.rich_help_panel = panel_of.get(command_name(info))
+        if not info.short_help:
+            info.short_help = " ".join((inspect.getdoc(info.callback) or "").split("\n\n")[0].split())
+    app.registered_commands.sort(key=lambda info: panels.index(info.rich_help_panel) if info.rich_help_panel in panels
+                                 else len(panels))
+
+
+_tidy_help()
 
 
 def main() -> None:

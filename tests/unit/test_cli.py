@@ -117,3 +117,16 @@ def test_judgments_bad_input_is_one_line(monkeypatch, capsys, argv, message):
         main()
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_every_command_is_listed_in_a_panel_on_one_line():
+    """`eqi --help` groups the commands by what they are for; a new command must name its panel."""
+    from eqi_core.cli import HELP_PANELS, command_name
+
+    listed = {name for names in HELP_PANELS.values() for name in names}
+    commands = {command_name(info) for info in app.registered_commands}
+    assert commands == listed, (commands - listed, listed - commands)
+    assert all(info.short_help and "\n" not in info.short_help for info in app.registered_commands)
+    out = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    positions = [out.index(panel) for panel in HELP_PANELS]
+    assert positions == sorted(positions)  # the panels in their order
