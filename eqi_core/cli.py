@@ -100,8 +100,9 @@ def collections_inspect(
             typer.echo(f"note: {note}")
     for note in c.notes:
         typer.echo(f"note: {note}")
-    if c.mis_decoded:
-        typer.echo(f"note: {c.mis_decoded_note()}")
+    mis_decoded = c.mis_decoded_note()
+    if mis_decoded:
+        typer.echo(f"note: {mis_decoded}")
 
 
 @app.command()

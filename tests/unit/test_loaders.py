@@ -235,7 +235,20 @@ def test_mis_decoded_text_is_repaired_where_shown_and_kept_where_ranked():
     run = Run("bm25", pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1, 2], "score": [2.0, 1.0]}))
     judged = judge_results(coll, "rome", run, 10)
     assert judged.results["text"].tolist() == [readable(broken), "money"]
-    assert coll.mis_decoded == 2  # d1's text, d2's title
+    assert coll.mis_decoded == (2, 2)  # d1's text, d2's title, of the 2 looked at
     assert coll.mis_decoded_note().startswith("2 of 2 passages (100%) hold mis-decoded characters")
     clean = Collection("clean", passages.assign(title="", text="plain"), pd.DataFrame({"query_id": ["q1"], "text": ["x"]}))
-    assert clean.mis_decoded == 0 and clean.mis_decoded_note() is None
+    assert clean.mis_decoded == (0, 2) and clean.mis_decoded_note() is None
+
+
+def test_a_large_collections_mis_decoded_share_is_estimated_from_a_seeded_sample(monkeypatch):
+    from eqi_core import collection as collection_mod
+    from eqi_core.collection import Collection
+
+    monkeypatch.setattr(collection_mod, "MIS_DECODED_SAMPLE", 10)  # over 100 passages: a sample of 10
+    texts = ["caf\u00c3\u00a9"] * 60 + ["plain"] * 60  # half mis-decoded ("café" as MS MARCO holds it)
+    coll = Collection("big", pd.DataFrame({"doc_id": [f"d{i}" for i in range(120)], "title": "", "text": texts}),
+                      pd.DataFrame({"query_id": ["q1"], "text": ["x"]}))
+    n, looked = coll.mis_decoded
+    assert looked == 10 and n == sum(t != "plain" for t in coll.passages.sample(10, random_state=0)["text"])
+    assert coll.mis_decoded_note().startswith(f"about {n / 10:.0%} of the passages (in a seeded sample of 10 of 120)")
