@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from eqi_core.collection import readable
 from eqi_core.store import use_numba_cache
 
 _warm_lock = threading.Lock()
@@ -155,14 +156,14 @@ def trajectory_map(space, trav, k: int = 10, n_queries: int = 15) -> tuple[pd.Da
     _, top = exact_topk(ends, doc_emb, k)
     target_pos = space.passage_index(trav.target_id)
     rows = [{"kind": "query", "label": trav.query, "id": trav.query_id or ""},
-            {"kind": "target passage", "label": texts[target_pos], "id": trav.target_id}]
+            {"kind": "target passage", "label": readable(texts[target_pos]), "id": trav.target_id}]
     emb = [trav.query_emb, trav.target_emb]
     seen = {target_pos}
     for who, idx in (("query", top[0]), ("target", top[1])):
         for j in idx:
             if j not in seen:
                 seen.add(j)
-                rows.append({"kind": f"top passages of the {who}", "label": texts[j], "id": str(space.doc_ids[j])})
+                rows.append({"kind": f"top passages of the {who}", "label": readable(texts[j]), "id": str(space.doc_ids[j])})
                 emb.append(doc_emb[j])
     hood = space.neighbourhood
     _, near = exact_topk(ends, hood.query_emb, n_queries)
