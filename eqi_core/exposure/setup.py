@@ -206,8 +206,9 @@ class ExposureSetup:
         else:
             if str(query_id) not in self.collection.query_text:
                 raise DataError(f"query id {query_id!r} is not in the query log")
-            ranker = build_ranker(self.ranker_id, self.collection, self.store)
-            frame = ranker.search({str(query_id): self.collection.query_text[str(query_id)]}, k=k).frame
+            if "_ranker" not in self._methods:  # built (or loaded from the store) once per setup
+                self._methods["_ranker"] = build_ranker(self.ranker_id, self.collection, self.store)
+            frame = self._methods["_ranker"].search({str(query_id): self.collection.query_text[str(query_id)]}, k=k).frame
         return frame[["rank", "doc_id", "score"]].reset_index(drop=True)
 
     def brute_force(self, docs: np.ndarray, n_dq: int) -> np.ndarray:
