@@ -138,36 +138,56 @@ if chosen and result.exact is not None:
 cols = st.columns(1 + len(names))
 if result.exact is not None:
     cols[0].markdown("**Exact (brute force)**")
-    picked = cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
-                               on_select="rerun", selection_mode="single-row")
+    cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
+                      on_select=lambda: st.session_state.update(exp_picked="exp_exact"), selection_mode="single-row")
     cols[0].download_button("CSV", result.exact.to_csv(index=False).encode(), "exact_exposing_queries.csv", key="exp_dl_exact")
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
     col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
+                  on_select=lambda key=f"exp_list_{name}": st.session_state.update(exp_picked=key), selection_mode="single-row",
                   placeholder=f"> {n_qd}", column_config={"rank": st.column_config.NumberColumn(
                       "rank", format="%d", help=f"the passage's rank for this query (exact); '> {n_qd}': this query "
                                                 f"does not show it in its top {n_qd}")})
     col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
 
-# -- what one exposing query shows ------------------------------------------------------------------------
+# -- what one listed query shows ---------------------------------------------------------------------------
 TOP_SHOWN = 10  # a selected query's results shown: its top 10, then this passage's row if it is deeper
-if result.exact is not None and len(result.exact):
-    rows = getattr(getattr(picked, "selection", None), "rows", None) or []
-    if rows and int(rows[0]) < min(n_dq, len(result.exact)):
-        chosen_query = result.exact.iloc[int(rows[0])]
-        rank = int(chosen_query["rank"])
-        top = setup.query_results(str(chosen_query["query_id"]), max(rank if doc_id is not None else 0, TOP_SHOWN))
+
+
+def picked_query():
+    """The query selected in one of the lists above (the last one clicked), or None."""
+    shown = {"exp_exact": result.exact.head(n_dq) if result.exact is not None else None,
+             **{f"exp_list_{name}": frame for name, frame in result.lists.items()}}
+    last = st.session_state.get("exp_picked")
+    for key in sorted(shown, key=lambda k: k != last):  # the last clicked first; then any selection
+        state = st.session_state.get(key) or {}  # a dict-like selection state: {"selection": {"rows": [...]}}
+        rows = (state.get("selection") or {}).get("rows", [])
+        if rows and shown[key] is not None and int(rows[0]) < len(shown[key]):
+            return shown[key].iloc[int(rows[0])]
+    return None
+
+
+if result.lists or result.exact is not None:
+    chosen_query = picked_query()
+    if chosen_query is not None:
+        rank = chosen_query["rank"]
+        exposes = bool(np.isfinite(rank)) if rank is not None else False
+        deep = int(rank) if exposes and doc_id is not None else 0
+        top = setup.query_results(str(chosen_query["query_id"]), max(deep, TOP_SHOWN))
         here = top["doc_id"] == doc_id if doc_id is not None else pd.Series(False, index=top.index)
         top = top[(top["rank"] <= TOP_SHOWN) | here]
         top = top.assign(passage=[collection.display_text(d) or "" for d in top["doc_id"]],
                          target=np.where(here[top.index], "◀ this passage", ""))
-        where = (f"this passage at rank {rank}" if doc_id is not None else f"the pasted passage would rank {rank}")
+        if not exposes:
+            where = f"it does not show {'this' if doc_id is not None else 'the pasted'} passage in its top {n_qd}"
+        else:
+            where = f"this passage at rank {int(rank)}" if doc_id is not None else f"the pasted passage would rank {int(rank)}"
         st.markdown(f"**What “{literal(chosen_query['query'])}” shows**: its top {TOP_SHOWN}"
-                    + (", then this passage" if doc_id is not None and rank > TOP_SHOWN else "") + f" ({where})")
+                    + (", then this passage" if deep > TOP_SHOWN else "") + f" ({where})")
         st.dataframe(top, hide_index=True, width="stretch", key="exp_query_top", column_config=result_columns(),
                      height=35 * (len(top) + 1) + 3)  # every row in view, the passage's last
     else:
-        st.caption("Select an exposing query in the Exact column to see what it shows, down to this passage.")
+        st.caption("Select a query in any list above to see what it shows, down to this passage.")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
 st.subheader("Queries no log holds yet")

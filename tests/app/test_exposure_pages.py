@@ -150,7 +150,7 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
 
     at.switch_page("pages/exposure.py").run()
     at.selectbox(key="exp_doc").set_value("d6").run()
-    assert any("Select an exposing query" in c.value for c in at.caption)
+    assert any("Select a query in any list above" in c.value for c in at.caption)
     exact = next(d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"])
     at.session_state["exp_exact"] = {"selection": {"rows": [0], "columns": []}}
     at.run()
@@ -162,6 +162,17 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
     marked = shown[shown["target"] == "◀ this passage"]
     assert marked["doc_id"].tolist() == ["d6"] and marked["rank"].iloc[0] == exact["rank"].iloc[0]
     assert any(f"this passage at rank {exact['rank'].iloc[0]}" in m.value for m in at.markdown)
+    # a query an approximate method lists (shown, or not, by the passage): what it shows, by the same ranker
+    at.session_state["exp_exact"] = {"selection": {"rows": [], "columns": []}}
+    at.session_state["exp_list_BM25-reverse"] = {"selection": {"rows": [0], "columns": []}}
+    at.run()
+    assert not at.exception, at.exception
+    heading = next(m.value for m in at.markdown if "shows**: its top 10" in m.value)
+    query = heading.split("“")[1].split("”")[0].replace("\\", "")
+    shown = next(d.value for d in at.dataframe if "target" in d.value.columns)
+    search = build_ranker("minilm-l3-onnx", tiny, ArtifactStore()).search([query], k=10).frame
+    assert shown["doc_id"].tolist()[:10] == search["doc_id"].tolist()
+    assert ("this passage at rank" in heading) == ("d6" in shown["doc_id"].tolist())  # else "does not show"
 
 
 def test_an_exposing_query_of_a_result_log_shows_the_logs_own_rows(at, tmp_path):
