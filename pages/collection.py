@@ -171,7 +171,8 @@ with queries_tab:
         st.button("Search it above", key="browse_search", icon=":material/search:",
                   on_click=lambda: st.session_state.update(search_query=text))
         if len(judged_table):
-            st.dataframe(judged_table, hide_index=True, width="stretch", key="browse_judged", column_config=result_columns())
+            st.dataframe(judged_table, hide_index=True, width="stretch", key="browse_judged",  # the text takes the width
+                         column_config={**result_columns(), "passage": st.column_config.TextColumn(width=770)})
 
 with link:
     copy_link(sync_url(URL))
