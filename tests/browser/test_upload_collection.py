@@ -70,6 +70,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     add_zip(page, good)
     page.get_by_text("now selected in the sidebar", exact=False).first.wait_for(timeout=120_000)
     page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=180_000)
+    wait_until_idle(page)  # until the run ends the previous collection's (stale) query box is still drawn
     box = page.get_by_role("textbox", name="Query", exact=True)
     box.fill("river bank")
     box.press("Enter")
