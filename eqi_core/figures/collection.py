@@ -38,14 +38,19 @@ def grade_distribution(qrels: pd.DataFrame) -> go.Figure:
 
 
 def result_grades(results: pd.DataFrame) -> go.Figure:
-    """Score of each retrieved passage by rank, coloured by its judged grade (grey: unjudged)."""
+    """Score of each retrieved passage by rank, coloured by its judged grade (grey: unjudged), one
+    legend entry per grade present, highest first, so the colours need no key elsewhere."""
     grades = results["grade"].fillna(-1).astype(int)
-    colours = [GRADE_COLOURS.get(g, "#DDDDDD") for g in grades]
-    labels = ["unjudged" if g < 0 else f"grade {g}" for g in grades]
-    fig = go.Figure(go.Bar(
-        x=results["rank"], y=results["score"], marker_color=colours, customdata=list(zip(labels, results["doc_id"])),
-        hovertemplate="rank %{x}<br>%{customdata[1]}<br>%{customdata[0]}<br>score %{y:.4f}<extra></extra>",
-    ))
+    fig = go.Figure()
+    for grade in sorted(grades.unique(), reverse=True):
+        rows = results[grades == grade]
+        label = "unjudged" if grade < 0 else f"grade {grade}"
+        fig.add_trace(go.Bar(
+            x=rows["rank"], y=rows["score"], name=label, marker_color=GRADE_COLOURS.get(grade, "#DDDDDD"),
+            customdata=list(zip([label] * len(rows), rows["doc_id"])),
+            hovertemplate="rank %{x}<br>%{customdata[1]}<br>%{customdata[0]}<br>score %{y:.4f}<extra></extra>",
+        ))
+    fig.update_layout(barmode="overlay", showlegend=True)  # one bar per rank: no slots kept for other grades
     fig.update_xaxes(title_text="rank", dtick=1 if len(results) <= 20 else None)
     fig.update_yaxes(title_text="score")
-    return style(fig, height=260)
+    return style(fig, height=280)

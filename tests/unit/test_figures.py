@@ -21,11 +21,13 @@ def test_grade_distribution_counts():
     assert list(fig.data[0].x) == ["0", "1", "2"] and list(fig.data[0].y) == [1, 2, 1]
 
 
-def test_result_grades_colours_unjudged_grey():
-    results = pd.DataFrame({"rank": [1, 2], "score": [2.0, 1.0], "grade": [2, None], "doc_id": ["a", "b"]})
+def test_result_grades_colours_unjudged_grey_with_a_legend_entry_per_grade():
+    results = pd.DataFrame({"rank": [1, 2, 3], "score": [2.0, 1.5, 1.0], "grade": [2, None, 2], "doc_id": ["a", "b", "c"]})
     fig = result_grades(results)
-    assert list(fig.data[0].marker.color) == ["#4C78A8", "#DDDDDD"]
-    assert fig.data[0].customdata[1][0] == "unjudged"
+    assert [t.name for t in fig.data] == ["grade 2", "unjudged"]
+    assert fig.data[0].marker.color == "#4C78A8" and list(fig.data[0].x) == [1, 3]
+    assert fig.data[1].marker.color == "#DDDDDD" and list(fig.data[1].x) == [2]
+    assert fig.data[1].customdata[0][0] == "unjudged" and fig.layout.barmode == "overlay"
 
 
 def test_many_legend_entries_go_beside_the_plot_not_over_it():
