@@ -147,6 +147,8 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
 ) -> None:
     """Search the collection; logged queries show each result's judged grade."""
+    if not all(q.strip() for q in query):
+        raise DataError("query: empty; give a query text, e.g. eqi search bank")
     store = _store()
     c = _load(collection, store)
     r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing for {ranker}", "passage"))

@@ -224,7 +224,7 @@ class LatentSpace:
         and the rank the text would get for it among the collection's passages (page and CLI)."""
         from eqi_core.decoder.traversal import check_query
 
-        emb = self.encode([check_query(text)])
+        emb = self.encode([check_query(text, "text", "give the text to decode, e.g. a passage")])
         cands = self.decoder(method).decode(emb, n=n)[0]
         c_emb = self.encode([c.text for c in cands])
         return pd.DataFrame({"decoded query": [c.text for c in cands], "source": [c.source for c in cands],

@@ -80,12 +80,13 @@ class Traversal:
         return steps.sort_values(["target_rank", "step"]).iloc[0]
 
 
-def check_query(text: str) -> str:
+def check_query(text: str, what: str = "query", hint: str = "type a query or pick one from the log") -> str:
+    """The text with its whitespace collapsed, or one line saying why it cannot be used."""
     text = " ".join(str(text or "").split())
     if not text:
-        raise DecoderError("query: empty; type a query or pick one from the log")
+        raise DecoderError(f"{what}: empty; {hint}")
     if len(text) > 1000:
-        raise DecoderError(f"query: {len(text)} characters; at most 1000")
+        raise DecoderError(f"{what}: {len(text)} characters; at most 1000")
     return text
 
 

@@ -51,6 +51,14 @@ def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys):
     assert err.startswith("error: collection '/no/such/collection'") and "\n" not in err and "Traceback" not in err
 
 
+def test_an_empty_search_query_is_one_line(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["eqi", "search", "bank", "  ", "-c", TINY])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err == "error: query: empty; give a query text, e.g. eqi search bank"
+
+
 def test_bench_scale_refuses_bad_sizes():
     for sizes in ("10k", "50", ""):
         result = runner.invoke(app, ["bench", "scale", "--sizes", sizes])

@@ -73,6 +73,7 @@ def test_exposure_map_in_process():
 
 @pytest.mark.parametrize("argv,message", [
     (["traverse", "", "-c", TINY], "query: empty"),
+    (["decode", " ", "-c", TINY], "text: empty; give the text to decode"),
     (["traverse", "river bank", "-c", TINY, "--target", "nope"], "target passage 'nope'"),
     (["traverse", "river bank", "-c", TINY, "-k", "99"], "K = 99"),
     (["traverse", "zebra stripes", "-c", TINY], "no judged passage"),
