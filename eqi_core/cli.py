@@ -278,7 +278,7 @@ def tasc(
     table, results = tasc_table(matrix.values, mode, dates, baseline, n_boot=n_boot)
     for note in matrix.notes:
         typer.echo(f"note: {note}", err=True)
-    typer.echo(f"{len(matrix.values)} queries, measure {matrix.measure}, mode {mode}")
+    typer.echo(f"{len(matrix.values):,} queries, measure {matrix.measure}, mode {mode}")
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     tests = pairwise_tests(matrix.values, correction, order=list(table["ranker"]))
     typer.echo(f"\npaired tests ({correction} correction; significance says nothing about which queries each covers)")

@@ -93,7 +93,7 @@ class Collection:
         unknown_queries = ~self.qrels["query_id"].isin(query_ids)
         if unknown_docs.any():
             self.notes.append(
-                f"{int(unknown_docs.sum())} of {len(self.qrels)} judgments name passages that are not "
+                f"{int(unknown_docs.sum()):,} of {len(self.qrels):,} judgments name passages that are not "
                 "in the corpus (kept: they count in ideal rankings, never retrieved)"
             )
         if unknown_queries.any():

@@ -27,6 +27,11 @@ th{background:#f4f4f4}.meta td:first-child{font-weight:600}blockquote{border-lef
 """
 
 
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 query', '2,120 queries'."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
 def tool_version() -> str:
     try:
         return version("eqi-workbench")
@@ -91,7 +96,7 @@ def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, met
     from eqi_core.coverage.significance import formatted_tests
 
     unsolved = values.index[(values <= 0).all(axis=1)]
-    body = [f"<p>{len(values)} queries, per-query {html.escape(measure)}.</p>"]
+    body = [f"<p>{_count(len(values), 'query', 'queries')}, per-query {html.escape(measure)}.</p>"]
     body += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     body.append("<h2>TaSC and mean metric</h2>" + _table(table))
     body.append("<h2>Figures</h2>" + "".join(_figures(figures)))
@@ -103,13 +108,13 @@ def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, met
         body.append(f"<h2>One query across rankers: {html.escape(d.query_id)}</h2>"
                     f"<p><b>{html.escape(d.query)}</b></p>" + _table(d.metrics, index=True)
                     + "<h3>Top 10 side by side (grades from the qrels)</h3>" + _table(d.side)
-                    + f"<h3>The {len(d.passages)} passage{'' if len(d.passages) == 1 else 's'} listed: each ranker's rank in its full list "
+                    + f"<h3>The {_count(len(d.passages), 'passage')} listed: each ranker's rank in its full list "
                     "(—: not in it), highest grade first</h3>"
                     + _table(d.passages))
-    body.append(f"<h2>Unsolved by every ranker ({len(unsolved)} queries)</h2>" + _table(
+    body.append(f"<h2>Unsolved by every ranker ({_count(len(unsolved), 'query', 'queries')})</h2>" + _table(
         pd.DataFrame({"query_id": unsolved, "query": [query_text.get(q, "") for q in unsolved]})))
     for ranker, queries in solved_only.items():
-        body.append(f"<h2>Solved only by {html.escape(ranker)} ({len(queries)} queries)</h2>" + _table(
+        body.append(f"<h2>Solved only by {html.escape(ranker)} ({_count(len(queries), 'query', 'queries')})</h2>" + _table(
             pd.DataFrame({"query_id": queries, "query": [query_text.get(q, "") for q in queries],
                           measure: [values.loc[q, ranker] for q in queries]})))
     return _page("Ranker coverage report", meta, body)

@@ -120,21 +120,21 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
             )
         unknown = run.frame.loc[~in_q, "query_id"].nunique()
         if unknown:
-            notes.append(f"run {name!r}: {unknown} queries are not in Q (unjudged or without relevant documents): ignored")
+            notes.append(f"run {name!r}: {unknown:,} queries are not in Q (unjudged or without relevant documents): ignored")
         frame = run.frame[in_q]
         values = pd.Series(0.0, index=queries)
         scored = {r.query_id: r.value for r in evaluator.iter_calc(_trec_eval_top(frame, depth)) if r.query_id in queries}
         values.loc[list(scored)] = list(scored.values())
         missing = len(queries) - frame["query_id"].nunique()
         if missing:
-            notes.append(f"run {name!r}: {missing} of {len(queries)} queries in Q have no results: scored 0")
+            notes.append(f"run {name!r}: {missing:,} of {len(queries):,} queries in Q have no results: scored 0")
         if run.tied_groups():
             by_file = {r.query_id: r.value for r in evaluator.iter_calc(_trec_eval_top(_file_order_scores(frame), depth))
                        if r.query_id in queries}
             file_mean = (sum(by_file.values())) / len(queries)
             if not np.isclose(file_mean, values.mean(), atol=5e-5):
                 notes.append(
-                    f"run {name!r} has {run.tied_groups()} tied score groups; with trec_eval's tie-break (score, then "
+                    f"run {name!r} has {run.tied_groups():,} tied score groups; with trec_eval's tie-break (score, then "
                     f"doc_id descending) its mean {m} is {values.mean():.4f}, in the file's order {file_mean:.4f}"
                 )
         columns[name] = values

@@ -68,7 +68,7 @@ def test_dl19_six_runs_published_means(monkeypatch):
     assert not at.exception
     means = dict(zip(tasc_table(at)["ranker"], at.dataframe[1].value["mean_metric"]))
     assert round(means["bm25"], 4) == 0.5058 and round(means["repllama"], 4) == 0.7384
-    assert any("2359 tied score groups" in i.value for i in at.info)
+    assert any("2,359 tied score groups" in i.value for i in at.info)
     # paired tests in the table's (chronological) order, A the later ranker: A − B > 0 means it improved
     tests = next(d.value for d in at.dataframe if "A − B" in d.value.columns)
     order = tasc_table(at)["ranker"].tolist()

@@ -24,7 +24,7 @@ def test_counts_match_the_readme(name, passages, queries, qrels):
 
 def test_dl19_qrels_without_text_are_reported():
     c = load_collection(str(shared_dataset("trec-dl19-passage")))
-    assert any("4923 of 9260 judgments name passages that are not in the corpus" in n for n in c.notes)
+    assert any("4,923 of 9,260 judgments name passages that are not in the corpus" in n for n in c.notes)
 
 
 def test_scifact_train_split():

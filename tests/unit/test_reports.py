@@ -74,7 +74,7 @@ def test_coverage_report():
     table, _ = tasc_table(values, "all-others", n_boot=100)
     page = coverage_report(table, values, "RR@10", {"collection fingerprint": "f00"}, [figs.tasc_bars(table)], [],
                            {"bm25": [], "dense": ["q2"]}, {"q2": "second query", "q3": "third"})
-    assert "Unsolved by every ranker (1 queries)" in page and "Solved only by dense (1 queries)" in page
+    assert "Unsolved by every ranker (1 query)" in page and "Solved only by dense (1 query)" in page
     assert "second query" in page and "f00" in page and "Paired significance tests" not in page
     from eqi_core.coverage.significance import pairwise_tests, readable_tests
 
