@@ -18,5 +18,6 @@ def result_columns() -> dict:
 
     return {"rank": st.column_config.NumberColumn(width=50), "doc_id": st.column_config.TextColumn(width=110),
             "score": st.column_config.NumberColumn(format="%.3f", width=65),
-            "passage": st.column_config.TextColumn(width=585), "grade": st.column_config.NumberColumn(width=55),
+            "passage": st.column_config.TextColumn(width=565),
+            "grade": st.column_config.NumberColumn(width=75, help="judged grade; unjudged where the judgments do not name it"),
             "target": st.column_config.TextColumn(width=70)}

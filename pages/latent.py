@@ -212,7 +212,7 @@ if other is not None and by == ranker_spec(other.id).name:
     top = ranker_top(other, collection, frame["decoded"].iloc[step], space.qrels_for(query_id, target), target, 10)
 else:
     top = space.judged_top(trav.decoded_emb[step], trav.query_id, target, 10)
-st.dataframe(top, hide_index=True, key="lat_top", column_config=result_columns())
+st.dataframe(top, hide_index=True, key="lat_top", column_config=result_columns(), placeholder="unjudged")
 
 # -- decode box --------------------------------------------------------------------------------------------------
 st.subheader("Decode a passage")

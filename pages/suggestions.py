@@ -151,7 +151,7 @@ if not judged:
     top = top.drop(columns=["grade", "target"])
 else:
     top["target"] = top["target"].str.replace("target", "gold")
-st.dataframe(top, hide_index=True, key="sug_top", column_config=result_columns())
+st.dataframe(top, hide_index=True, key="sug_top", column_config=result_columns(), placeholder="unjudged")
 
 with st.expander("About the suggestion models: training data and evaluation (eqi train-suggester, eqi eval-suggestions)"):
     cards, rankers = {}, {}

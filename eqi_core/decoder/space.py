@@ -232,19 +232,25 @@ class LatentSpace:
 
     def judged_top(self, query_emb: np.ndarray, query_id: str | None, target_id: str, k: int = 10) -> pd.DataFrame:
         """A point's top-k passages with their grades (the query's judgments, else the target as the
-        one relevant passage) and the target marked."""
+        one relevant passage; <NA> where unjudged, which a judged 0 is not) and the target marked."""
         scores, idx = self.top(query_emb[None] if np.ndim(query_emb) == 1 else query_emb, k)
         grades = self.qrels_for(query_id, target_id)
         texts = self.collection.passage_texts()
         ids = [str(self.doc_ids[j]) for j in idx[0]]
         return pd.DataFrame({"rank": range(1, len(ids) + 1), "doc_id": ids, "score": scores[0],
-                             "passage": [readable(texts[j]) for j in idx[0]], "grade": [grades.get(d, 0) for d in ids],
+                             "passage": [readable(texts[j]) for j in idx[0]], "grade": judged_grades(grades, ids),
                              "target": ["◀ target" if d == target_id else "" for d in ids]})
 
     def qrels_for(self, query_id: str | None, target_id: str) -> dict[str, int]:
         """The query's judgments when it has any, else the target passage as the one relevant."""
         judged = self.judgments.get(str(query_id), {}) if query_id is not None else {}
         return judged if any(g > 0 for g in judged.values()) else {target_id: 1}
+
+
+def judged_grades(grades: dict[str, int], doc_ids) -> pd.Series:
+    """Each passage's judged grade, <NA> for an unjudged one (a top 10 shows it as "unjudged", as the
+    Collection page does, instead of a 0 that reads as judged non-relevant)."""
+    return pd.Series([grades.get(d) for d in doc_ids], dtype="Int64")
 
 
 def open_space(collection: Collection, store: ArtifactStore, encoder_id: str = "minilm-l6",

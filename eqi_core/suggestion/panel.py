@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from eqi_core.collection import readable
+from eqi_core.decoder.space import judged_grades
 from eqi_core.decoder.traversal import check_query
 from eqi_core.suggestion.baselines import FEEDBACK_WALKS, feedback_walk_suggestions, rm3_suggestions, sampling_suggestions
 from eqi_core.suggestion.model import KINDS, MODEL_LABELS, find_suggester
@@ -88,7 +89,7 @@ def ranker_top(ranker, collection, text: str, grades: dict[str, int], gold: str,
     texts = collection.passages.set_index("doc_id")["text"]
     ids = frame["doc_id"].astype(str).tolist()
     return pd.DataFrame({"rank": frame["rank"].to_numpy(), "doc_id": ids, "score": frame["score"].to_numpy(),
-                         "passage": [readable(texts.get(d, "")) for d in ids], "grade": [grades.get(d, 0) for d in ids],
+                         "passage": [readable(texts.get(d, "")) for d in ids], "grade": judged_grades(grades, ids),
                          "target": ["◀ target" if d == gold else "" for d in ids]})
 
 

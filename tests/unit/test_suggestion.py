@@ -742,3 +742,24 @@ def test_self_bleu_of_one_suggestion_lists_is_empty_without_a_warning(tiny, stor
         table = summary(got).set_index("method")
     assert np.isnan(table.loc["suggester (plain)", "self_bleu"])
     assert table.loc["RM3", "self_bleu"] == pytest.approx(self_bleu(["river bank water", "river bank shore"]))
+
+
+def test_top_tens_show_unjudged_passages_as_missing_not_as_grade_0(natural_space, tiny):
+    """Both top-10 tables (the space's and another ranker's) give a judged passage its grade, a
+    judged 0 stays 0, and an unjudged passage is <NA> (the pages show "unjudged"), never 0."""
+    from eqi_core.rankers import build_ranker
+    from eqi_core.suggestion.panel import ranker_top
+
+    space, store = natural_space
+    grades = {"d1": 2, "d4": 0}  # d4 judged non-relevant here; everything else unjudged
+    by_space = space.judged_top(space.encode(["river bank"])[0], None, "d1", 10)
+    natural_space_grades = space.qrels_for(None, "d1")  # no query id: the target alone is relevant
+    assert by_space["grade"].dtype == "Int64"
+    assert by_space["grade"].isna().sum() == len(by_space) - 1  # only the target is graded
+    for d, g in zip(by_space["doc_id"], by_space["grade"]):
+        assert (pd.isna(g) and d not in natural_space_grades) or g == natural_space_grades[d]
+    by_bm25 = ranker_top(build_ranker("bm25", tiny, store), tiny, "river bank", grades, "d1", 10)
+    assert {"d1", "d4"} <= set(by_bm25["doc_id"]) and len(by_bm25) > 2
+    for d, g in zip(by_bm25["doc_id"], by_bm25["grade"]):
+        assert (pd.isna(g) and d not in grades) or g == grades[d], d
+    assert by_bm25.loc[by_bm25["doc_id"] == "d4", "grade"].iloc[0] == 0
