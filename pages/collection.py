@@ -1,4 +1,6 @@
 """Collection page: counts, length distributions, a passage/query browser and a live search box."""
+import hashlib
+
 import streamlit as st
 
 from eqi_core.encoders import cut_note, passages_cut
@@ -75,6 +77,29 @@ cols[4].metric("Judgments / query", stats["mean_judgments_per_query"])
 
 add_your_data(st.session_state.get(COLLECTION_KEY, "wordnet"))
 
+
+
+def picked_row(selection, frame) -> int | None:
+    """The selected row of a table, if it still exists (a new filter shortens the table)."""
+    rows = getattr(getattr(selection, "selection", None), "rows", None) or []
+    return int(rows[0]) if rows and int(rows[0]) < len(frame) else None
+
+
+def passage_detail(doc: str, key: str) -> None:
+    """A selected passage: its whole text, the queries whose judgments name it, and a link to the
+    logged queries that expose it (Exposure); the same from a search result and from Browse."""
+    judging = judging_queries(collection, doc)
+    st.markdown(f"**{literal(doc)}**: " + (f"named by the judgments of {len(judging):,} "
+                                            f"{'query' if len(judging) == 1 else 'queries'}" if len(judging) else
+                                            "no query's judgments name it"))
+    st.text(collection.display_text(doc))  # whole, where the table cuts it at its width
+    if len(judging):
+        st.dataframe(judging, hide_index=True, width="stretch", key=f"{key}_judging")
+    st.page_link("pages/exposure.py", label="Which logged queries expose it? (Exposure)", icon=":material/visibility:",
+                 query_params={"collection": st.session_state[COLLECTION_KEY], "passage": doc,
+                               "ranker": st.session_state.get(RANKER_KEY, DEFAULT_RANKER)})
+
+
 st.subheader("Search")
 ranker = current_ranker()
 within("search_k", 1, 100)
@@ -93,8 +118,11 @@ if ranker is not None and query.strip():
     if judged.results.empty:
         st.warning("No passage shares a term with this query.")
     else:
-        st.dataframe(
-            judged.results, hide_index=True, width="stretch", key="search_results",
+        st.caption("Select a result to read it in full, see the queries that judge it and who else is shown it.")
+        search_id = hashlib.sha1(f"{st.session_state.get(COLLECTION_KEY)}|{ranker.id}|{query}|{k}".encode()).hexdigest()[:12]
+        shown = st.dataframe(
+            judged.results, hide_index=True, width="stretch", key=f"search_results_{search_id}",
+            on_select="rerun", selection_mode="single-row",  # a new query or depth starts unselected
             column_order=["rank", "score", "judgment", "doc_id", "text"],
             column_config={  # narrow numbers, so the passage gets the width
                 "rank": st.column_config.NumberColumn("rank", width=50),
@@ -104,6 +132,9 @@ if ranker is not None and query.strip():
                 "text": st.column_config.TextColumn("passage", width=620),
             },
         )
+        row = picked_row(shown, judged.results)
+        if row is not None:
+            passage_detail(str(judged.results["doc_id"].iloc[row]), "search")
         st.plotly_chart(result_grades(judged.results), key="search_figure")
     if len(judged.missed):
         with st.expander(f"{len(judged.missed)} judged relevant passages not in the top {k}"):
@@ -125,40 +156,26 @@ passages_tab, queries_tab = st.tabs(["Passages", "Queries"])
 judged_collection = len(collection.qrels) > 0
 
 
-def picked_row(selection, frame) -> int | None:
-    """The selected row of a browse table, if it still exists (a new filter shortens the table)."""
-    rows = getattr(getattr(selection, "selection", None), "rows", None) or []
-    return int(rows[0]) if rows and int(rows[0]) < len(frame) else None
-
-
 with passages_tab:
     pattern = st.text_input("Filter passages (id or text contains)", key="passage_filter")
     found = collection.find_passages(pattern)
     if not judged_collection:
         found = found.drop(columns="judgments")
-    st.caption(f"showing {len(found):,} passages (at most 500); select one for the queries that judge it and who sees it")
+    st.caption(f"showing {len(found):,} {'passage' if len(found) == 1 else 'passages'} (at most 500); "
+               "select one for its whole text, the queries that judge it and who sees it")
     picked = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                           key="browse_passages", column_config={"text": st.column_config.TextColumn(width="large"),
                                                                 "judgments": st.column_config.NumberColumn(
                                                                     help="how many queries' judgments name it")})
     row = picked_row(picked, found)
     if row is not None:
-        doc = str(found["doc_id"].iloc[row])
-        judging = judging_queries(collection, doc)
-        st.markdown(f"**{literal(doc)}**: " + (f"named by the judgments of {len(judging):,} "
-                                                f"{'query' if len(judging) == 1 else 'queries'}" if len(judging) else
-                                                "no query's judgments name it"))
-        if len(judging):
-            st.dataframe(judging, hide_index=True, width="stretch", key="browse_judging")
-        st.page_link("pages/exposure.py", label="Which logged queries expose it? (Exposure)", icon=":material/visibility:",
-                     query_params={"collection": st.session_state[COLLECTION_KEY], "passage": doc,
-                                   "ranker": st.session_state.get(RANKER_KEY, DEFAULT_RANKER)})
+        passage_detail(str(found["doc_id"].iloc[row]), "browse")
 with queries_tab:
     pattern = st.text_input("Filter queries (id or text contains)", key="query_filter")
     found = collection.find_queries(pattern)
     if not judged_collection:
         found = found.drop(columns="judgments")
-    st.caption(f"showing {len(found):,} queries (at most 500)"
+    st.caption(f"showing {len(found):,} {'query' if len(found) == 1 else 'queries'} (at most 500)"
                + ("; select one for its judged passages" if judged_collection else ""))
     picked = st.dataframe(found, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                           key="browse_queries")

@@ -34,7 +34,7 @@ def test_browser_filters_and_unlogged_query(app):
     app.run()
     sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
     app.text_input(key="passage_filter").set_value("piano").run()
-    assert any("showing 1 passages" in c.value for c in app.caption)
+    assert any("showing 1 passage (at most 500)" in c.value for c in app.caption)
     app.text_input(key="search_query").set_value("zebra migration").run()
     assert not app.exception
     assert any("No passage shares a term" in w.value for w in app.warning)
@@ -125,3 +125,25 @@ def test_browse_opens_a_querys_judgments_and_a_passages_judging_queries(app):
     judging = next(d.value for d in app.dataframe if list(d.value.columns) == ["query_id", "query", "grade"])
     assert judging.to_dict("records") == [{"query_id": "q2", "query": "bank loan interest", "grade": 1}]
     assert any("named by the judgments of 1 query" in m.value for m in app.markdown)
+
+
+def test_a_selected_search_result_opens_its_whole_text_judging_queries_and_exposure_link(app):
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
+    app.text_input(key="search_query").set_value("bank loan").run()
+    table = app.dataframe[0]
+    assert table.key.startswith("search_results_")
+    row = table.value["doc_id"].tolist().index("d3")
+    app.session_state[table.key] = {"selection": {"rows": [row], "columns": []}}  # a click on d3
+    app.run()
+    assert not app.exception, app.exception
+    assert any(m.value.startswith("**d3**: named by the judgments of 1 query") for m in app.markdown)
+    judging = next(d.value for d in app.dataframe if list(d.value.columns) == ["query_id", "query", "grade"])
+    assert judging.to_dict("records") == [{"query_id": "q2", "query": "bank loan interest", "grade": 1}]
+    from eqi_core.loaders import load_collection
+
+    whole = load_collection(f"beir:{TINY_BEIR}").display_text("d3")
+    assert any(t.value == whole for t in app.text)
+    # another query starts with nothing selected: its table has another key
+    app.text_input(key="search_query").set_value("river bank").run()
+    assert app.dataframe[0].key != table.key and not any(m.value.startswith("**d3**") for m in app.markdown)
