@@ -379,10 +379,12 @@ def exposure(
     heads: bool = typer.Option(True, "--heads/--no-heads", help="also the learned Residual head (trained once, ~1 min)"),
     generate: int = typer.Option(0, "--generate", min=0, max=200, help="also decode N queries no log holds and rank "
                                  "the passage for each (generative exposure)"),
+    patience: bool = typer.Option(False, "--patience-grid", help="also each method's RELQ_RBP,RBP for this passage "
+                                  "over gamma_q->d x gamma_d->q in 0.1..1 (paper Figure 5 for one passage)"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
-    from eqi_core.exposure.lookup import passage_exposure
+    from eqi_core.exposure.lookup import passage_exposure, patience_grids
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 
     if (passage is None) == (text is None):
@@ -410,6 +412,13 @@ def exposure(
         else:
             typer.echo("(no logged query found: none shares a word with the passage after stop words and stemming)" if name == "BM25-reverse"
                        else "(no logged query found)")
+    if patience:
+        grids = patience_grids(pe, n_dq)
+        if not grids:
+            typer.echo("## RELQ over patience parameters: undefined (no exact exposing list to compare with)")
+        for name, grid in grids.items():
+            typer.echo(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
+            typer.echo(grid.rename(index="{:g}".format, columns="{:g}".format).to_string(float_format="{:.3f}".format))
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure

@@ -6,10 +6,10 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.exposure.audit import summarise_retrievability
 from eqi_core.exposure.learned import TrainingConfig
-from eqi_core.exposure.lookup import passage_exposure
+from eqi_core.exposure.lookup import passage_exposure, patience_grids
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
-from eqi_core.figures.exposure import exposure_bars, lorenz_curve
+from eqi_core.figures.exposure import exposure_bars, lorenz_curve, relq_heatmaps
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
@@ -124,8 +124,18 @@ if result.exact is not None:
     if "searches" in result.exact.columns:
         st.caption(f"The log counts {int(result.exact['searches'].sum()):,} searches by these queries; "
                    f"weighted exposure {int(result.exact['weighted exposure'].sum()):,}.")
+patience_fig = None
 if result.relq is not None:
     st.dataframe(result.relq.style.format("{:.3f}"), width="stretch", key="exp_relq")
+    grids = patience_grids(result, n_dq)
+    if grids:
+        with st.expander("RELQ of this passage over all patience parameters (paper Figure 5)"):
+            st.caption("Each method's RELQ_RBP,RBP for this passage, recomputed for every pair of patiences; the "
+                       f"outlined cell is the sliders' choice (γ_q→d {gamma_qd:g}, γ_d→q {gamma_dq:g}), the table's first "
+                       "column. A method that keeps its colour along a row or column does not depend on that patience.")
+            patience_fig = relq_heatmaps(grids, "This passage's RELQ over patience parameters", mark=(gamma_qd, gamma_dq))
+            st.plotly_chart(patience_fig, config=PLOT_CONFIG, key="exp_patience")
+            figure_downloads(patience_fig, "relq_patience", "exp_patience_fig")
 
 names = list(result.lists)
 chosen = st.multiselect("Methods in the chart", names, default=names[-2:] if len(names) > 2 else names, key="exp_chart_methods")
@@ -226,7 +236,7 @@ else:
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
                            key="exp_gen_csv")
 
-figures = [fig] if chosen and result.exact is not None else []
+figures = ([fig] if chosen and result.exact is not None else []) + ([patience_fig] if patience_fig is not None else [])
 retr = None
 if doc_id is not None:
     with st.expander("Retrievability: where this passage sits among all passages"):

@@ -14,6 +14,7 @@ from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
 from eqi_core.exposure.relq import (
+    PATIENCE_GAMMAS,
     TABLE2_SPECS,
     exposure_rank_matrices,
     relq_batch,
@@ -96,7 +97,7 @@ def run_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config
 
 
 def patience_grid(exposure: ExposureMap, docs: np.ndarray, retrieved: np.ndarray, n_dq: int = 100,
-                  gammas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)) -> pd.DataFrame:
+                  gammas=PATIENCE_GAMMAS) -> pd.DataFrame:
     """Mean RELQ_{RBP,RBP} over a grid: rows gamma_q->d (searcher), columns gamma_d->q (EQI user)."""
     got, ideal = exposure_rank_matrices(exposure, docs, retrieved)
     out = pd.DataFrame(index=pd.Index(gammas, name="gamma_qd"), columns=pd.Index(gammas, name="gamma_dq"), dtype=float)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.relq import RelqSpec, relq
+from eqi_core.exposure.relq import PATIENCE_GAMMAS, RelqSpec, relq, relq_rbp
 from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
 from eqi_core.rankers import ranker_spec
 
@@ -152,11 +152,35 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
     relq_table = None
     if exact is not None and len(exact):
         rows = {}
-        ideal = (exact["rank"] - 1).tolist()
         for name, frame in lists.items():
-            got = [r - 1 if np.isfinite(r) else np.inf for r in frame["rank"]]
+            got, ideal = _relq_ranks(frame, exact)
             rows[name] = {str(s): relq(got, ideal, s) for s in specs}
         relq_table = pd.DataFrame(rows).T
     elif exact is not None:
         notes.append(f"no logged query shows this passage in its top {n_qd}: RELQ is undefined")
     return PassageExposure(doc_id, passage_text, n_qd, exact, lists, relq_table, notes)
+
+
+def _relq_ranks(listed: pd.DataFrame, exact: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """A method's list and the exact list as ``relq`` takes them: 0-based ranks, inf where a listed
+    query does not expose the passage."""
+    return [r - 1 if np.isfinite(r) else np.inf for r in listed["rank"]], (exact["rank"] - 1).tolist()
+
+
+def patience_grids(result: PassageExposure, n_dq: int, gammas=PATIENCE_GAMMAS) -> dict[str, pd.DataFrame]:
+    """This passage's RELQ_{RBP,RBP} for each method over the patience grid (rows gamma_q->d, the
+    searcher; columns gamma_d->q, the auditor): paper Figure 5 for one passage, so an auditor sees
+    whether a method's score holds under other patience assumptions or only at the one chosen.
+    Empty without an exact list to compare with (a pasted passage under a result log, or nobody
+    exposing it)."""
+    if result.exact is None or not len(result.exact):
+        return {}
+    grids = {}
+    for name, frame in result.lists.items():
+        got, ideal = _relq_ranks(frame, result.exact)
+        grid = pd.DataFrame(index=pd.Index(gammas, name="gamma_qd"), columns=pd.Index(gammas, name="gamma_dq"), dtype=float)
+        for g_qd in gammas:
+            for g_dq in gammas:
+                grid.loc[g_qd, g_dq] = relq(got, ideal, relq_rbp(g_qd, g_dq, n_dq))
+        grids[name] = grid
+    return grids

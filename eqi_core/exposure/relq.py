@@ -129,6 +129,7 @@ def relq_exh_ndcg(cutoff: int = 100) -> RelqSpec:
     return RelqSpec(EXH, NDCG, cutoff)
 
 
+PATIENCE_GAMMAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # the paper's Figure 5 grid, both axes
 TABLE2_SPECS = (relq_rbp(0.5, 0.5), relq_rbp(0.5, 0.9), relq_rbp(1.0, 1.0), relq_exh_ndcg())
 
 

@@ -56,8 +56,11 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
     return fig
 
 
-def relq_heatmaps(grids: dict[str, pd.DataFrame]) -> go.Figure:
-    """Figure 5: mean RELQ_{RBP,RBP} over (gamma_q->d rows, gamma_d->q columns), one panel per method."""
+def relq_heatmaps(grids: dict[str, pd.DataFrame], title: str = "RELQ over patience parameters",
+                  mark: tuple[float, float] | None = None) -> go.Figure:
+    """Figure 5: RELQ_{RBP,RBP} over (gamma_q->d rows, gamma_d->q columns), one panel per method: the
+    mean over held-out passages, or one passage's. ``mark`` outlines the cell (gamma_q->d, gamma_d->q)
+    that the page's sliders have chosen."""
     names = list(grids)
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.08)
     for i, name in enumerate(names, start=1):
@@ -67,8 +70,13 @@ def relq_heatmaps(grids: dict[str, pd.DataFrame]) -> go.Figure:
                                  texttemplate="%{z:.2f}",  # 1.00 beside 0.98, not 1
                                  hovertemplate="γ_q→d %{y}, γ_d→q %{x}: RELQ %{z:.3f}<extra></extra>"), row=1, col=i)
         fig.update_xaxes(title_text="γ_d→q (EQI user)", row=1, col=i)
+        if mark is not None:
+            x, y = [f"{c:g}" for c in g.columns].index(f"{mark[1]:g}"), [f"{r:g}" for r in g.index].index(f"{mark[0]:g}")
+            axis = "" if i == 1 else str(i)
+            fig.add_shape(type="rect", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5, xref=f"x{axis}", yref=f"y{axis}",
+                          line=dict(color="#E45756", width=3))
     fig.update_yaxes(title_text="γ_q→d (searcher)", row=1, col=1)
-    return style(fig, "RELQ over patience parameters", height=460)
+    return style(fig, title, height=460)
 
 
 def rank_size(frame: pd.DataFrame) -> go.Figure:

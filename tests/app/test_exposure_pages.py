@@ -1,6 +1,7 @@
 """AppTest of the Exposure and Exposure evaluation pages (tiny collection, ONNX dense ranker)."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -17,6 +18,16 @@ def at(monkeypatch):
     at.session_state["_kept_ranker_id"] = "minilm-l3-onnx"
     at.run()
     return at
+
+
+def typed_array(value) -> np.ndarray:
+    """A figure's array as sent to the browser: plain lists, or plotly's typed array (base64 bytes)."""
+    if isinstance(value, dict):
+        import base64
+
+        shape = [int(n) for n in str(value.get("shape", "-1")).split(",")]
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).reshape(shape)
+    return np.asarray(value, dtype=float)
 
 
 def test_exposure_page_by_id_and_pasted(at):
@@ -39,6 +50,18 @@ def test_exposure_page_by_id_and_pasted(at):
     at.slider(key="exp_ndq").set_value(5).run()  # approximate lists longer than the exact one: non-exposing queries
     missing = [d for d in at.dataframe if list(d.value.columns) == ["query", "rank"] and d.value["rank"].isna().any()]
     assert missing and {d.proto.placeholder for d in missing} == {"> 1"}  # said, not "None"
+    # the RELQ table's first column is the outlined cell of this passage's patience heatmaps
+    relq_table = next(d.value for d in at.dataframe if "RELQ_RBP,RBP(0.5,0.9)" in d.value.columns)
+    heat = next(c for c in at.get("plotly_chart") if "exp_patience" in c.proto.id)
+    import plotly.io
+
+    figure = plotly.io.from_json(heat.proto.spec)
+    assert [a.text for a in figure.layout.annotations] == list(relq_table.index)  # one panel per method, in order
+    for trace, method in zip(figure.data, relq_table.index):
+        z = typed_array(trace.z)
+        assert z[list(trace.y).index("0.5"), list(trace.x).index("0.9")] == pytest.approx(
+            relq_table.loc[method, "RELQ_RBP,RBP(0.5,0.9)"], abs=1e-9), method
+        assert z[-1, -1] == pytest.approx(relq_table.loc[method, "RELQ_RBP,RBP(1,1)"], abs=1e-9), method
     at.radio(key="exp_source").set_value("Paste a new passage").run()
     at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
     assert not at.exception

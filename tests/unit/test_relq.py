@@ -92,3 +92,27 @@ def test_spec_parse_reads_the_papers_order_and_rejects_bad_text():
     for bad in ("RELQ_RBP,RBP(0.5)", "RELQ_FOO,NDCG", "RELQ_RBP,RBP(a,b)", "RELQ_EXH,NDCG@0", "RELQ_RBP,RBP(0.5,1.5)"):
         with pytest.raises(DataError):
             RelqSpec.parse(bad)
+
+
+def test_one_passages_patience_grid_by_hand():
+    """Exact ranks 1 and 3; a method lists the rank-3 query, then one that does not expose the passage:
+    RELQ_RBP,RBP(g_qd, g_dq) = g_qd^2 / (1 + g_dq * g_qd^2) (0-based ranks 0, 2; positions 0, 1)."""
+    import pandas as pd
+
+    from eqi_core.exposure.lookup import PassageExposure, patience_grids
+    from eqi_core.figures.exposure import relq_heatmaps
+
+    exact = pd.DataFrame({"query_id": ["a", "b"], "query": ["a", "b"], "rank": [1, 3]})
+    listed = pd.DataFrame({"position": [1, 2], "query_id": ["b", "z"], "query": ["b", "z"], "score": [2.0, 1.0],
+                           "rank": [3, np.nan]})
+    result = PassageExposure("d", "text", 100, exact, {"m": listed})
+    grid = patience_grids(result, n_dq=10)["m"]
+    assert grid.shape == (10, 10) and list(grid.index) == list(grid.columns) == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    for g_qd, g_dq in ((0.5, 0.9), (1.0, 1.0), (0.1, 1.0), (0.3, 0.2)):
+        assert grid.loc[g_qd, g_dq] == pytest.approx(g_qd ** 2 / (1 + g_dq * g_qd ** 2))
+    assert grid.loc[0.5, 0.9] == pytest.approx(0.25 / 1.225)
+    assert patience_grids(PassageExposure("d", "text", 100, None, {"m": listed}), 10) == {}  # no exact list
+    assert patience_grids(PassageExposure("d", "text", 100, exact.iloc[:0], {"m": listed}), 10) == {}  # nobody exposes it
+    fig = relq_heatmaps({"m": grid, "n": grid}, "one passage", mark=(0.5, 0.9))
+    boxes = [(s.xref, s.yref, s.x0 + 0.5, s.y0 + 0.5) for s in fig.layout.shapes]
+    assert boxes == [("x", "y", 8, 4), ("x2", "y2", 8, 4)]  # column 0.9 is the 9th, row 0.5 the 5th
