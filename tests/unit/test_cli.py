@@ -138,3 +138,21 @@ def test_every_command_is_listed_in_a_panel_on_one_line():
     out = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
     positions = [out.index(panel) for panel in HELP_PANELS]
     assert positions == sorted(positions)  # the panels in their order
+
+
+def test_exposure_patience_grid_holds_the_headers_relq_at_its_cell():
+    """--patience-grid prints a 10 x 10 grid per method whose (0.5, 0.9) cell is the RELQ in the method's header."""
+    import re
+
+    out = runner.invoke(app, ["exposure", "d6", "-c", TINY, "-r", "minilm-l3-onnx", "--no-heads", "--n-dq", "5",
+                              "--patience-grid"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    headers = {m.group(1): float(m.group(2)) for m in (re.match(r"## (.+) \(RELQ_RBP,RBP\(0\.5,0\.9\) = ([\d.]+)\)", x)
+                                                         for x in lines) if m}
+    assert set(headers) == {"BM25-reverse", "dense-reverse"}
+    for name, value in headers.items():
+        at = lines.index(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
+        assert lines[at + 1].split()[1:] == ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]
+        rows = {r.split()[0]: r.split()[1:] for r in lines[at + 3: at + 13]}
+        assert len(rows) == 10 and float(rows["0.5"][8]) == pytest.approx(value, abs=1e-3)
