@@ -27,10 +27,10 @@ th{background:#f4f4f4}.meta td:first-child{font-weight:600}blockquote{border-lef
 """
 
 
-
 def _count(n: int, noun: str, plural: str | None = None) -> str:
     """'1 query', '2,120 queries'."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
 
 def tool_version() -> str:
     try:

@@ -78,7 +78,6 @@ cols[4].metric("Judgments / query", stats["mean_judgments_per_query"])
 add_your_data(st.session_state.get(COLLECTION_KEY, "wordnet"))
 
 
-
 def picked_row(selection, frame) -> int | None:
     """The selected row of a table, if it still exists (a new filter shortens the table)."""
     rows = getattr(getattr(selection, "selection", None), "rows", None) or []
@@ -137,7 +136,8 @@ if ranker is not None and query.strip():
             passage_detail(str(judged.results["doc_id"].iloc[row]), "search")
         st.plotly_chart(result_grades(judged.results), key="search_figure")
     if len(judged.missed):
-        with st.expander(f"{len(judged.missed)} judged relevant passages not in the top {k}"):
+        with st.expander(f"{len(judged.missed):,} judged relevant {'passage' if len(judged.missed) == 1 else 'passages'} "
+                         f"not in the top {k}"):
             st.dataframe(judged.missed, hide_index=True, width="stretch")
 
 st.subheader("Distributions")
