@@ -308,7 +308,8 @@ def tasc(
         table.to_csv(output_dir / "tasc.csv", index=False)
         tests.to_csv(output_dir / "significance.csv", index=False)
         (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure))
-        figures = {"sorted": figs.sorted_per_query(matrix.values, matrix.measure), **figs.tasc_figures(table, matrix.measure),
+        in_table_order = matrix.values[list(table["ranker"])]  # legends as the TaSC table lists the rankers
+        figures = {"sorted": figs.sorted_per_query(in_table_order, matrix.measure), **figs.tasc_figures(table, matrix.measure),
                    "unsolved": figs.solved_by_count(matrix.values)}
         for name, fig in figures.items():
             (output_dir / f"{name}.html").write_text(figure_html(fig))

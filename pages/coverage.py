@@ -148,16 +148,18 @@ d2.download_button("TaSC table (CSV)", table.to_csv(index=False).encode(), "tasc
 d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(), "tasc.tex", "text/x-tex", key="dl_latex")
 
 # -- figures -------------------------------------------------------------------------------------
+order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
 tab_sorted, tab_pair, tab_tasc, tab_heat, tab_unsolved = st.tabs(
     ["Per query", "Pairwise", "TaSC", "Heatmap", "Unsolved"])
 with tab_sorted:
-    fig = figs.sorted_per_query(values, measure_name)
+    fig = figs.sorted_per_query(values[order], measure_name)  # legend and colours in the table's order
     st.plotly_chart(fig, config=PLOT_CONFIG, key="fig_sorted")
     figure_downloads(fig, "per_query_sorted", "dl_fig_sorted")
 with tab_pair:
     p1, p2 = st.columns(2)
-    a = p1.selectbox("Ranker A", names, index=len(names) - 1, key="cov_pair_a")
-    b = p2.selectbox("Ranker B", [n for n in names if n != a], key="cov_pair_b")
+    a = p1.selectbox("Ranker A", order, index=len(order) - 1, key="cov_pair_a",  # the latest against the baseline
+                     help="A is the later ranker, as in the paired tests below: above 0, A did better")
+    b = p2.selectbox("Ranker B", [n for n in order if n != a], key="cov_pair_b")
     st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG, key="fig_pair")
 with tab_tasc:
     tfigs = figs.tasc_figures(table, measure_name)
@@ -167,7 +169,7 @@ with tab_tasc:
         st.plotly_chart(tfigs[f"bubble_{agg}"], config=PLOT_CONFIG, key=f"fig_bubble_{agg}")
         figure_downloads(tfigs[f"bubble_{agg}"], f"tasc_bubble_{agg}", f"dl_fig_bubble_{agg}")
 with tab_heat:
-    st.plotly_chart(figs.clustered_heatmap(values, measure_name), config=PLOT_CONFIG, key="fig_heat")
+    st.plotly_chart(figs.clustered_heatmap(values[order], measure_name), config=PLOT_CONFIG, key="fig_heat")
 with tab_unsolved:
     st.plotly_chart(figs.solved_by_count(values), config=PLOT_CONFIG, key="fig_unsolved")
 
@@ -183,7 +185,6 @@ qid = st.selectbox("Query", list(values.index), key="cov_query",
                    format_func=lambda q: f"{q}: {texts.get(q, '')[:80]}",
                    help=f"Opens on the query where the rankers' {measure_name} differs most ({disputed}).")
 judgments = query_judgments(qrels, qid)
-order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
 drilldown = query_drilldown({r: runs[r] for r in order}, values, weights, judgments, qid, texts.get(qid, ""),
                             collection.display_text, measure_name)  # what the report shows of this query
 st.dataframe(drilldown.metrics, width="stretch", key="cov_query_metrics",
@@ -230,7 +231,7 @@ meta = {"collection": collection.name, "collection fingerprint": collection.fing
         "rankings": ", ".join(names), "measure": measure_name, "mode": mode, "baseline": baseline if mode == "chronological" else "—",
         "release dates": ", ".join(f"{r}={d}" for r, d in dates), "bootstrap": "1000 resamples of queries, 95% percentile",
         "multiple-testing correction": correction}
-report_figures = [figs.sorted_per_query(values, measure_name), *figs.tasc_figures(table, measure_name).values(),
+report_figures = [figs.sorted_per_query(values[order], measure_name), *figs.tasc_figures(table, measure_name).values(),
                   figs.solved_by_count(values)]
 st.download_button("Comparison report (HTML, opens offline)",
                    coverage_report(table, values, measure_name, meta, report_figures, notes,

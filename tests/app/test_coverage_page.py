@@ -77,6 +77,12 @@ def test_dl19_six_runs_published_means(monkeypatch):
     assert all(order.index(a) > order.index(b) for a, b in tests[["A", "B"]].to_numpy())
     first = tests.iloc[0]
     assert round(first["A − B"], 4) == round(means["repllama"] - means["openai-ada2"], 4) == 0.0349
+    # the figures list the rankers in the table's order too; the Pairwise tab opens on the latest vs the baseline
+    sorted_fig = next(c for c in at.get("plotly_chart") if "fig_sorted" in c.proto.id)
+    import plotly.io
+
+    assert [t.name for t in plotly.io.from_json(sorted_fig.proto.spec).data] == order
+    assert (at.selectbox(key="cov_pair_a").value, at.selectbox(key="cov_pair_b").value) == ("repllama", "bm25")
     at.multiselect(key="cov_live").set_value(["bm25"]).run()  # the live BM25 beside the run file bm25.dl19.trec
     assert not at.exception, at.exception
     rankers = tasc_table(at)["ranker"].tolist()
