@@ -382,6 +382,8 @@ def exposure(
                                  "the passage for each (generative exposure)"),
     patience: bool = typer.Option(False, "--patience-grid", help="also each method's RELQ_RBP,RBP for this passage "
                                   "over gamma_q->d x gamma_d->q in 0.1..1 (paper Figure 5 for one passage)"),
+    compare: str | None = typer.Option(None, "--compare", help="also the exact exposing queries under this ranker "
+                                       "(e.g. bm25): who keeps, gains and loses sight of the passage"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -390,6 +392,10 @@ def exposure(
 
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
+    if compare is not None:
+        ranker_spec(compare)  # a mistyped ranker fails before any map is built
+        if compare == ranker and run_file is None:
+            raise DataError(f"--compare {compare}: that is the ranker already shown; name another, e.g. bm25 or minilm-l6")
     spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
     setup = _exposure_setup(collection, ranker, 100, scheduler, run_file, space, passage)
     _warn_degenerate(setup, n_qd, n_dq)
@@ -420,6 +426,9 @@ def exposure(
         for name, grid in grids.items():
             typer.echo(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
             typer.echo(grid.rename(index="{:g}".format, columns="{:g}".format).to_string(float_format="{:.3f}".format))
+    if compare is not None:
+        _print_exposure_change(pe, ranker if run_file is None else run_file.stem, compare, collection, n_qd, scheduler,
+                               passage, text)
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure
@@ -431,6 +440,26 @@ def exposure(
         typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries not in the log rank it in the top {n_qd} "
                    f"(exposure {g.logged_total} from the log, +{g.generated_total} from them)")
         typer.echo(g.candidates.to_string(index=False))
+
+
+def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int, scheduler: str | None,
+                           passage: str | None, text: str | None) -> None:
+    """``eqi exposure --compare``: the passage's exact exposing queries under another ranker beside this one's."""
+    from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change
+
+    if pe.exact is None:
+        raise DataError("--compare: this ranking has no exact exposing queries for pasted text (a result log)")
+    setup = _exposure_setup(collection, other, 100, scheduler, None, other if ranker_spec(other).family == "dense" else None,
+                            passage)
+    exact, notes = exact_exposure(setup, n_qd, passage, text)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    if exact is None:
+        raise DataError(f"--compare {other}: no exact exposing queries for pasted text under it")
+    change = exposure_change(pe.exact, exact, this, other)
+    typer.echo(f"## compared with {other}: {change_summary(change, this, other)}")
+    if len(change):
+        typer.echo(change.astype(object).where(change.notna(), "-").to_string(index=False))  # "-": not in its top n_q->d
 
 
 def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None):

@@ -6,11 +6,11 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.exposure.audit import summarise_retrievability
 from eqi_core.exposure.learned import TrainingConfig
-from eqi_core.exposure.lookup import passage_exposure, patience_grids
+from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change, passage_exposure, patience_grids
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
-from eqi_core.figures.exposure import exposure_bars, lorenz_curve, relq_heatmaps
-from eqi_core.rankers import ranker_spec
+from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, lorenz_curve, relq_heatmaps
+from eqi_core.rankers import RANKERS, ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._progress import with_progress
@@ -30,7 +30,7 @@ spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100),
        "exp_ndq": ("ndq", int, min(50, default_n_dq(len(collection.queries)))),
        "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9), SOURCE_KEY: ("log", str, ""),
-       "exp_text": ("text", str, "")}
+       "exp_text": ("text", str, ""), "exp_compare": ("compare", str, None)}
 LINKED_TEXT_LIMIT = 2_000  # characters of pasted text a link carries (longer addresses break on some servers)
 PASTE = "Paste a new passage"
 link = page_header("Exposure", f"Which logged queries put a passage in {ranker_spec(ranker_id).name}'s top results, "
@@ -199,6 +199,36 @@ if result.lists or result.exact is not None:
     else:
         st.caption("Select a query in any list above to see what it shows, down to this passage.")
 
+# -- under another ranker ------------------------------------------------------------------------------------
+change_fig = None
+st.subheader("Under another ranker")
+st.caption("Who keeps, gains and loses sight of this passage when the ranking changes: its exact exposing queries "
+           f"under {ranker_spec(rankings).name} and under another ranker, side by side (top {n_qd} of each query).")
+others = [r for r in RANKERS if r != rankings]
+if st.session_state.get("exp_compare") not in others:  # a link's unknown ranker, or the one now in the sidebar
+    st.session_state["exp_compare"] = None
+other = st.selectbox("Compare with", others, index=None, key="exp_compare", placeholder="choose a ranker",
+                     format_func=lambda r: ranker_spec(r).name,
+                     help="Its exact exposure map is computed once (with progress) and kept in the store.")
+if other is not None and result.exact is None:
+    st.info(f"{ranker_spec(rankings).name} has no exact exposing queries for pasted text: nothing to compare.")
+elif other is not None:
+    other_setup = exposure_setup_or_stop(spec, other, other if ranker_spec(other).family == "dense" else None)
+    if text is not None and ranker_spec(other).family == "learned-sparse" and not other_setup.sparse_queries_ready():
+        with_progress(f"Encoding the query log with {ranker_spec(other).name} (once; kept in the store)...",
+                      other_setup.sparse_queries)
+    other_exact, _ = exact_exposure(other_setup, n_qd, doc_id, text)
+    name_a, name_b = ranker_spec(rankings).name, ranker_spec(other).name
+    change = exposure_change(result.exact, other_exact, name_a, name_b)
+    st.markdown(change_summary(change, name_a, name_b) + ".")
+    change_fig = exposure_change_scatter(change, name_a, name_b, n_qd)
+    st.plotly_chart(change_fig, config=PLOT_CONFIG, key="exp_change_fig")
+    figure_downloads(change_fig, "exposure_change", "exp_change_dl")
+    st.dataframe(change, hide_index=True, width="stretch", key="exp_change", placeholder=f"> {n_qd}",
+                 column_config={"places up": st.column_config.NumberColumn(
+                     format="%+d", help=f"rank under {name_a} minus rank under {name_b}: above 0, {name_b} shows it higher")})
+    st.download_button("CSV", change.to_csv(index=False).encode(), "exposure_change.csv", key="exp_change_csv")
+
 # -- queries no log holds yet ------------------------------------------------------------------------------
 st.subheader("Queries no log holds yet")
 if ranker_spec(rankings).build is None:
@@ -236,7 +266,7 @@ else:
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
                            key="exp_gen_csv")
 
-figures = ([fig] if chosen and result.exact is not None else []) + ([patience_fig] if patience_fig is not None else [])
+figures = ([fig] if chosen and result.exact is not None else []) + [f for f in (patience_fig, change_fig) if f is not None]
 retr = None
 if doc_id is not None:
     with st.expander("Retrievability: where this passage sits among all passages"):

@@ -61,6 +61,58 @@ def exact_sparse_for_new_text(setup: ExposureSetup, text: str, n_qd: int, progre
     return _exact_from_scores(setup, np.where(s > 0, s, -np.inf), n_qd)
 
 
+def exact_exposure(setup: ExposureSetup, n_qd: int, doc_id: str | None = None, text: str | None = None,
+                   emb: np.ndarray | None = None) -> tuple[pd.DataFrame | None, list[str]]:
+    """The exact exposing queries of a passage of the collection (from the map) or of pasted text
+    (scored against the map, per ranker family), with a note when they cannot be known (a result
+    log has no ranker to score new text). ``emb``: the text's embedding in ``setup.encoder``'s
+    space, when the caller has it already."""
+    if doc_id is not None:
+        q, r = setup.exposure.exposing(setup.exposure.doc_index(doc_id))
+        keep = r < n_qd
+        return _exact_frame(setup, q[keep], r[keep], n_qd), []
+    text = validate_text(text)
+    spec = ranker_spec(setup.ranker_id)
+    if spec.family == "dense":
+        return exact_for_new_text(setup, setup.encoder.encode([text])[0] if emb is None else emb, n_qd), []
+    if spec.map_source == "bm25":
+        return exact_bm25_for_new_text(setup, text, n_qd), []
+    if spec.family == "learned-sparse":
+        return exact_sparse_for_new_text(setup, text, n_qd), []
+    return None, [f"{spec.name} is known only by its results: a pasted passage's exact exposure needs a ranker "
+                  "that runs here; the approximate methods are shown without ground truth"]
+
+
+def exposure_change(exact_a: pd.DataFrame, exact_b: pd.DataFrame, name_a: str, name_b: str) -> pd.DataFrame:
+    """One passage's exact exposing queries under two rankings side by side: who keeps, gains and
+    loses sight of it when ranking ``name_a`` is replaced by ``name_b``. Columns: query_id, query,
+    ``rank (A)``, ``rank (B)`` (<NA> where that ranking does not show the passage in its top
+    n_q->d), ``places up`` (rank A - rank B: above 0 the passage is shown higher under B) and
+    ``change``; the queries that show it highest under either ranking first."""
+    a = exact_a[["query_id", "query", "rank"]].rename(columns={"rank": f"rank ({name_a})"})
+    b = exact_b[["query_id", "query", "rank"]].rename(columns={"rank": f"rank ({name_b})"})
+    both = a.merge(b, on=["query_id", "query"], how="outer")
+    ra, rb = both[f"rank ({name_a})"].astype("Int64"), both[f"rank ({name_b})"].astype("Int64")
+    both[f"rank ({name_a})"], both[f"rank ({name_b})"] = ra, rb
+    both["places up"] = ra - rb
+    both["change"] = np.select(
+        [ra.isna().to_numpy(), rb.isna().to_numpy(), (both["places up"] > 0).fillna(False).to_numpy(),
+         (both["places up"] < 0).fillna(False).to_numpy()],
+        [f"only {name_b}", f"only {name_a}", "higher", "lower"], default="same")
+    best = np.fmin(ra.to_numpy(dtype=float, na_value=np.inf), rb.to_numpy(dtype=float, na_value=np.inf))
+    return both.assign(_best=best).sort_values(["_best", "query_id"], kind="stable").drop(columns="_best").reset_index(drop=True)
+
+
+def change_summary(change: pd.DataFrame, name_a: str, name_b: str, top: int = 10) -> str:
+    """One line for a comparison: how many queries expose the passage under each ranking, how many
+    under both, gained and lost, and how many show it in their top ``top``."""
+    ra, rb = change[f"rank ({name_a})"], change[f"rank ({name_b})"]
+    kept, gained, lost = int((ra.notna() & rb.notna()).sum()), int((ra.isna()).sum()), int((rb.isna()).sum())
+    return (f"{int(ra.notna().sum()):,} queries expose it under {name_a}, {int(rb.notna().sum()):,} under {name_b}: "
+            f"{kept:,} under both, {gained:,} only under {name_b}, {lost:,} only under {name_a}; in the top {top}: "
+            f"{int((ra <= top).sum()):,} under {name_a}, {int((rb <= top).sum()):,} under {name_b}")
+
+
 def _exact_from_scores(setup: ExposureSetup, s: np.ndarray, n_qd: int) -> pd.DataFrame:
     """The new passage enters query q's top n exactly when its score beats the n-th score of q's list in
     the exposure map, at the rank given by how many of the listed scores reach it: ties go against it,
@@ -111,31 +163,17 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
                      doc_id: str | None = None, text: str | None = None) -> PassageExposure:
     """Exposing queries of one passage: exact (when known) and from each method, with RELQ per spec."""
     validate_depths(n_qd, n_dq, setup.depth)
-    notes = []
     texts = setup.collection.queries["text"].to_numpy()
     if doc_id is not None:
         doc = setup.exposure.doc_index(doc_id)
         passage_text = setup.passage_text(doc)
         emb = setup.doc_emb[doc]
-        q, r = setup.exposure.exposing(doc)
-        keep = r < n_qd
-        exact = _exact_frame(setup, q[keep], r[keep], n_qd)
     else:
         passage_text = validate_text(text)
         emb = setup.encoder.encode([passage_text])[0]
-    notes.extend(truncation_notes(setup, passage_text))
-    if doc_id is None:
-        spec = ranker_spec(setup.ranker_id)
-        if spec.family == "dense":
-            exact = exact_for_new_text(setup, emb, n_qd)
-        elif spec.map_source == "bm25":
-            exact = exact_bm25_for_new_text(setup, passage_text, n_qd)
-        elif spec.family == "learned-sparse":
-            exact = exact_sparse_for_new_text(setup, passage_text, n_qd)
-        else:
-            exact = None
-            notes.append(f"{spec.name} is known only by its results: a pasted passage's exact exposure needs a ranker "
-                         "that runs here; the approximate methods are shown without ground truth")
+    notes = truncation_notes(setup, passage_text)
+    exact, more = exact_exposure(setup, n_qd, doc_id, passage_text, emb)
+    notes.extend(more)
     lists = {}
     for name, method in methods.items():
         if hasattr(method, "retrieve_texts"):

@@ -79,6 +79,43 @@ def relq_heatmaps(grids: dict[str, pd.DataFrame], title: str = "RELQ over patien
     return style(fig, title, height=460)
 
 
+CHANGE_COLOURS = {"higher": "#54A24B", "lower": "#E45756", "same": "#9A9A9A", "only A": "#F58518", "only B": "#4C78A8"}
+
+
+def exposure_change_scatter(change: pd.DataFrame, name_a: str, name_b: str, n_qd: int) -> go.Figure:
+    """Each exposing query's rank for the passage under ranking A (x, rank 1 on the left) and B (y,
+    rank 1 at the top): on the diagonal nothing changed, above it B shows the passage higher, and the
+    queries exposing it under only one ranking sit in a "not in the top n" band at the other axis' end."""
+    outside = n_qd + max(3, n_qd // 10)  # where "not in the top n_q->d" is drawn
+    ra = change[f"rank ({name_a})"].astype(float).fillna(outside)
+    rb = change[f"rank ({name_b})"].astype(float).fillna(outside)
+    kind = change["change"].replace({f"only {name_a}": "only A", f"only {name_b}": "only B"})
+    labels = {"higher": f"higher under {name_b}", "lower": f"lower under {name_b}", "same": "same rank",
+              "only A": f"only under {name_a}", "only B": f"only under {name_b}"}
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[1, n_qd], y=[1, n_qd], mode="lines", line=dict(color="#CCCCCC", dash="dot"),
+                             hoverinfo="skip", showlegend=False))
+    for key in ("higher", "lower", "same", "only A", "only B"):
+        rows = kind == key
+        if not rows.any():
+            continue
+        fig.add_trace(go.Scatter(
+            x=ra[rows], y=rb[rows], mode="markers", name=f"{labels[key]} ({int(rows.sum())})",
+            marker=dict(color=CHANGE_COLOURS[key], size=9, opacity=0.8, line=dict(width=0.5, color="white")),
+            customdata=np.stack([change.loc[rows, "query"].astype(str), _rank_text(change.loc[rows, f"rank ({name_a})"]),
+                                 _rank_text(change.loc[rows, f"rank ({name_b})"])], axis=1),
+            hovertemplate=f"%{{customdata[0]}}<br>{name_a}: %{{customdata[1]}}<br>{name_b}: %{{customdata[2]}}<extra></extra>"))
+    ticks = [t for t in (1, 10, 25, 50, 75, 100, 250, 500, 1000) if t <= n_qd] + [outside]
+    text = [str(t) for t in ticks[:-1]] + [f"not in top {n_qd}"]
+    fig.update_xaxes(title_text=f"rank under {name_a}", range=[0, outside + 2], tickvals=ticks, ticktext=text)
+    fig.update_yaxes(title_text=f"rank under {name_b}", range=[outside + 2, 0], tickvals=ticks, ticktext=text)
+    return style(fig, f"The passage's rank for each exposing query: {name_a} against {name_b}", height=480)
+
+
+def _rank_text(ranks: pd.Series) -> np.ndarray:
+    return np.array(["—" if pd.isna(r) else str(int(r)) for r in ranks])
+
+
 def rank_size(frame: pd.DataFrame) -> go.Figure:
     """Figure 4: exposing queries per passage against the passage's rank, log-log, one line per method."""
     fig = go.Figure()

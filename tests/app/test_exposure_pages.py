@@ -212,3 +212,25 @@ def test_an_exposing_query_of_a_result_log_shows_the_logs_own_rows(at, tmp_path)
     assert not at.exception, at.exception
     shown = next(d.value for d in at.dataframe if "target" in d.value.columns)
     assert shown["doc_id"].tolist() == ["d2", "d6"] and shown["target"].tolist() == ["", "◀ this passage"]
+
+
+def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
+    at.switch_page("pages/exposure.py").run()
+    at.selectbox(key="exp_doc").set_value("d1").run()
+    assert not [d for d in at.dataframe if "change" in d.value.columns]  # nothing computed until a ranker is chosen
+    assert "minilm-l3-onnx" not in at.selectbox(key="exp_compare").options  # not the sidebar's own ranker
+    at.selectbox(key="exp_compare").set_value("bm25").run()
+    assert not at.exception, at.exception
+    change = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    for ranker, column, space in (("bm25", "rank (BM25)", None), ("minilm-l3-onnx", "rank (MiniLM-L3 (dense, ONNX))", "minilm-l3-onnx")):
+        truth = prepare_exposure(tiny, ranker, ArtifactStore(), space=space).exposure.exposing_frame("d1")
+        shown = change.dropna(subset=[column]).set_index("query_id")[column].astype(int).to_dict()
+        assert shown == dict(zip(truth["query_id"], truth["rank"])), ranker
+    assert any(m.value.startswith(f"{int(change['rank (MiniLM-L3 (dense, ONNX))'].notna().sum())} queries expose it")
+               for m in at.markdown)
+    assert any("exp_change_fig" in c.proto.id for c in at.get("plotly_chart"))

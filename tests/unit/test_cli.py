@@ -156,3 +156,31 @@ def test_exposure_patience_grid_holds_the_headers_relq_at_its_cell():
         assert lines[at + 1].split()[1:] == ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]
         rows = {r.split()[0]: r.split()[1:] for r in lines[at + 3: at + 13]}
         assert len(rows) == 10 and float(rows["0.5"][8]) == pytest.approx(value, abs=1e-3)
+
+
+def test_exposure_compare_lists_each_rankers_exact_ranks():
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    out = runner.invoke(app, ["exposure", "d1", "-c", TINY, "-r", "bm25", "--no-heads", "--n-dq", "3",
+                              "--compare", "minilm-l3-onnx"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("## compared with minilm-l3-onnx: "))
+    assert lines[at + 1].split() == ["query_id", "query", "rank", "(bm25)", "rank", "(minilm-l3-onnx)", "places", "up", "change"]
+    tiny = load_collection(TINY)
+    truth = {r: prepare_exposure(tiny, r, ArtifactStore(), space=s).exposure.exposing_frame("d1")
+             for r, s in (("bm25", None), ("minilm-l3-onnx", "minilm-l3-onnx"))}
+    assert lines[at].split(": ", 1)[1].startswith(f"{len(truth['bm25'])} queries expose it under bm25, "
+                                                  f"{len(truth['minilm-l3-onnx'])} under minilm-l3-onnx")
+    rows = lines[at + 2:]
+    assert len(rows) == len(set(truth["bm25"]["query_id"]) | set(truth["minilm-l3-onnx"]["query_id"]))
+
+
+def test_exposure_compare_with_the_same_ranker_is_one_line(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["eqi", "exposure", "d1", "-c", TINY, "-r", "bm25", "--compare", "bm25"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.startswith("error: --compare bm25: that is the ranker already shown")

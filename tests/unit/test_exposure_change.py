@@ -1,0 +1,57 @@
+"""One passage's exposure under two rankings: who keeps, gains and loses sight of it."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change
+
+
+def exact(rows):
+    return pd.DataFrame(rows, columns=["query_id", "query", "rank"])
+
+
+def test_exposure_change_by_hand():
+    a = exact([("q1", "one", 1), ("q2", "two", 5), ("q3", "three", 50)])
+    b = exact([("q2", "two", 2), ("q3", "three", 60), ("q4", "four", 7)])
+    got = exposure_change(a, b, "bm25", "dense")
+    assert got["query_id"].tolist() == ["q1", "q2", "q4", "q3"]  # by the best rank under either
+    assert got["rank (bm25)"].tolist()[:2] == [1, 5] and pd.isna(got["rank (bm25)"].iloc[2])
+    assert pd.isna(got["rank (dense)"].iloc[0]) and got["rank (dense)"].tolist()[1:] == [2, 7, 60]
+    assert got["change"].tolist() == ["only bm25", "higher", "only dense", "lower"]
+    assert got["places up"].iloc[1] == 3 and got["places up"].iloc[3] == -10 and pd.isna(got["places up"].iloc[0])
+    assert change_summary(got, "bm25", "dense") == (
+        "3 queries expose it under bm25, 3 under dense: 2 under both, 1 only under dense, 1 only under bm25; "
+        "in the top 10: 2 under bm25, 2 under dense")
+    same = exposure_change(a, a, "x", "y")
+    assert set(same["change"]) == {"same"} and (same["places up"] == 0).all()
+
+
+@pytest.mark.parametrize("doc_id,text", [("d1", None), (None, "the sloping land beside a river")])
+def test_two_real_rankings_compare_their_own_exact_lists(tiny, store, doc_id, text):
+    from eqi_core.exposure.setup import prepare_exposure
+
+    bm25 = prepare_exposure(tiny, "bm25", store)
+    dense = prepare_exposure(tiny, "minilm-l3-onnx", store, space="minilm-l3-onnx")
+    a, _ = exact_exposure(bm25, 100, doc_id, text)
+    b, _ = exact_exposure(dense, 100, doc_id, text)
+    assert len(a) and len(b)
+    got = exposure_change(a, b, "bm25", "minilm-l3-onnx")
+    for frame, column in ((a, "rank (bm25)"), (b, "rank (minilm-l3-onnx)")):
+        shown = got.dropna(subset=[column]).set_index("query_id")[column].astype(int)
+        assert shown.to_dict() == dict(zip(frame["query_id"], frame["rank"]))
+    assert np.array_equal(got["query_id"].sort_values().to_numpy(),
+                          np.union1d(a["query_id"].to_numpy(), b["query_id"].to_numpy()))
+
+
+def test_change_scatter_places_each_query_by_its_two_ranks():
+    from eqi_core.figures.exposure import exposure_change_scatter
+
+    a = exact([("q1", "one", 1), ("q2", "two", 5), ("q3", "three", 50)])
+    b = exact([("q2", "two", 2), ("q3", "three", 60), ("q4", "four", 7)])
+    fig = exposure_change_scatter(exposure_change(a, b, "bm25", "dense"), "bm25", "dense", n_qd=100)
+    points = {t.name: list(zip(t.x, t.y)) for t in fig.data if t.mode == "markers"}
+    outside = 110  # "not in the top 100"
+    assert points == {"higher under dense (1)": [(5, 2)], "lower under dense (1)": [(50, 60)],
+                      "only under bm25 (1)": [(1, outside)], "only under dense (1)": [(outside, 7)]}
+    assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # rank 1 at the top: above the diagonal is higher
+    assert fig.layout.xaxis.ticktext[-1] == "not in top 100"
