@@ -59,11 +59,14 @@ if demo and (collection.source == "wordnet:20000" or collection.source.split("#"
     with st.container(border=True):
         st.markdown("**A realistic audit: which real web queries expose a passage?** TREC DL 2019 passages searched by "
                     "6,980 MS MARCO queries (Bing searches).")
-        d1, d2 = st.columns(2)
+        d1, d2, d3 = st.columns(3)
         for col, ranker_id in ((d1, "minilm-l6"), (d2, "bm25")):
             col.page_link("pages/exposure.py", label=f"Exposure under {ranker_spec(ranker_id).name}",
                           icon=":material/travel_explore:", query_params={"collection": demo, "ranker": ranker_id,
                                                                           "passage": WEB_LOG_DEMO_PASSAGE, "ndq": "20"})
+        d3.page_link("pages/exposure.py", label="Who gains it, who loses it: BM25 against MiniLM-L6",
+                     icon=":material/swap_horiz:", query_params={"collection": demo, "ranker": "bm25", "compare": "minilm-l6",
+                                                                 "passage": WEB_LOG_DEMO_PASSAGE, "ndq": "20"})
         st.caption("First visit: a few minutes to encode 14,581 passages and 6,980 queries. A system's own result log "
                    "over these queries can be uploaded on the Exposure page (Rankings).")
 

@@ -26,6 +26,18 @@ def test_exposure_page_link(app):
     assert app.slider(key="exp_nqd").value == 3 and app.slider(key="exp_gqd").value == pytest.approx(0.3)
 
 
+def test_exposure_page_link_opens_the_comparison_with_another_ranker(app):
+    app.run()
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "passage": "d1", "compare": "minilm-l3-onnx"})
+    app.switch_page("pages/exposure.py").run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="exp_compare").value == "minilm-l3-onnx"
+    assert any("change" in d.value.columns for d in app.dataframe)
+    app.query_params.update({"compare": "bm25"})  # the ranker already shown: nothing to compare, no error
+    app.switch_page("pages/exposure.py").run()
+    assert not app.exception and app.selectbox(key="exp_compare").value in (None, "minilm-l3-onnx")
+
+
 def test_exposure_page_link_to_a_pasted_passage(app):
     app.run()
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "text": "a loan from the bank", "nqd": "3"})
