@@ -224,9 +224,13 @@ elif other is not None:
     change_fig = exposure_change_scatter(change, name_a, name_b, n_qd)
     st.plotly_chart(change_fig, config=PLOT_CONFIG, key="exp_change_fig")
     figure_downloads(change_fig, "exposure_change", "exp_change_dl")
-    st.dataframe(change, hide_index=True, width="stretch", key="exp_change", placeholder=f"> {n_qd}",
-                 column_config={"places up": st.column_config.NumberColumn(
-                     format="%+d", help=f"rank under {name_a} minus rank under {name_b}: above 0, {name_b} shows it higher")})
+    outside = f"—: not in that ranker's top {n_qd} for this query"
+    st.dataframe(change, hide_index=True, width="stretch", key="exp_change", placeholder="—",
+                 column_config={f"rank ({name_a})": st.column_config.NumberColumn(help=outside),
+                                f"rank ({name_b})": st.column_config.NumberColumn(help=outside),
+                                "places up": st.column_config.NumberColumn(
+                                    format="%+d", help=f"rank under {name_a} minus rank under {name_b}: above 0, "
+                                                       f"{name_b} shows it higher")})
     st.download_button("CSV", change.to_csv(index=False).encode(), "exposure_change.csv", key="exp_change_csv")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
