@@ -18,3 +18,17 @@ def test_exposure_page_shows_exposing_queries(dashboard, page):
     path = screenshot_path("exposure.png")
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 20_000
+
+
+def test_exposure_under_another_ranker_by_deep_link(dashboard, page):
+    """BM25 against MiniLM-L6 on the bank passage: the summary and the rank-against-rank scatter."""
+    page.goto(f"{dashboard}/exposure?collection=wordnet&ranker=bm25&passage=08420278-n&ndq=50&compare=minilm-l6",
+              wait_until="domcontentloaded")
+    summary = page.get_by_text("queries expose it under BM25", exact=False).first
+    summary.wait_for(timeout=300_000)
+    assert summary.inner_text().startswith("49 queries expose it under BM25, 76 under MiniLM-L6 (dense): 33 under both")
+    page.get_by_text("The passage's rank for each exposing query", exact=False).first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    page.get_by_role("heading", name="Under another ranker").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(screenshot_path("exposure-compare.png")))
