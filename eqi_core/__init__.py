@@ -5,7 +5,8 @@ The nouns and verbs a notebook needs, imported on first use (``import eqi_core``
 - collections: ``load_collection``, ``Collection``, ``Qrels``; rankers: ``build_ranker``, ``RANKERS``;
   runs: ``Run`` (``Run.from_trec``, ``run.to_trec``), ``run_all_queries``; the store: ``ArtifactStore``
 - exposure: ``compute_exposure_map`` -> ``ExposureMap``, ``prepare_exposure`` -> ``ExposureSetup``,
-  ``passage_exposure``, ``relq``, ``RelqSpec`` (``RelqSpec.parse("RELQ_RBP,RBP(0.5,0.9)@100")``), ``relq_rbp``
+  ``passage_exposure`` (``patience_grids``), ``exact_exposure`` and ``exposure_change`` (two rankers),
+  ``relq``, ``RelqSpec`` (``RelqSpec.parse("RELQ_RBP,RBP(0.5,0.9)@100")``), ``relq_rbp``
 - coverage: ``compute_matrix``, ``tasc``, ``tasc_table``
 - latent space: ``open_space``, ``load_decoder``, ``traverse``; query suggestions: ``suggestion_table``
 - errors: ``DataError`` (bad input, one line)
@@ -37,6 +38,9 @@ _EXPORTS = {
     "ExposureSetup": "eqi_core.exposure.setup",
     "prepare_exposure": "eqi_core.exposure.setup",
     "passage_exposure": "eqi_core.exposure.lookup",
+    "exact_exposure": "eqi_core.exposure.lookup",
+    "exposure_change": "eqi_core.exposure.lookup",
+    "patience_grids": "eqi_core.exposure.lookup",
     "RelqSpec": "eqi_core.exposure.relq",
     "relq": "eqi_core.exposure.relq",
     "relq_rbp": "eqi_core.exposure.relq",

@@ -33,4 +33,5 @@ def test_the_readme_example_runs(tmp_path, capsys):
     exec(compile(code, "README example", "exec"), {})
     out = capsys.readouterr().out
     assert "RELQ_RBP,RBP(0.5,0.9)" in out and "tasc_max" in out and "decoded query" in out
+    assert "gamma_dq" in out and "places up" in out and "change" in out
     assert "original query" in out and "suggester (PRF)" in out and "gold_rank" in out
