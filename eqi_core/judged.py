@@ -64,3 +64,20 @@ def judging_queries(collection: Collection, doc_id: str) -> pd.DataFrame:
     frame = frame.sort_values(["grade", "query_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
     texts = collection.query_text
     return frame.assign(query=[texts.get(q, "") for q in frame["query_id"]])[["query_id", "query", "grade"]]
+
+
+def rank_under(results: pd.DataFrame, other: pd.DataFrame) -> pd.Series:
+    """Each result's rank in ``other``'s results for the same query (<NA> where it is not listed there):
+    the column that sets two rankers' top k side by side on the Collection page."""
+    return results["doc_id"].map(dict(zip(other["doc_id"], other["rank"]))).astype("Int64")
+
+
+def comparison_line(a: JudgedResults, b: JudgedResults, name_a: str, name_b: str) -> str:
+    """One line for two rankers' results for one query: how many passages both list, and each one's
+    measures when the query is logged with judgments."""
+    k = max(len(a.results), len(b.results))
+    common = len(set(a.results["doc_id"]) & set(b.results["doc_id"]))
+    line = f"{common:,} of the top {k:,} passages in common"
+    if a.measures and b.measures:
+        line += "; " + " · ".join(f"{m} {a.measures[m]:.3f} ({name_a}) vs {b.measures[m]:.3f} ({name_b})" for m in a.measures)
+    return line

@@ -62,8 +62,13 @@ def _index_with_progress(ranker_id: str, collection: Collection) -> None:
 
 def current_ranker():
     """The chosen ranker over the chosen collection; the first build shows a progress bar."""
+    return ranker_by_id(st.session_state.get(RANKER_KEY, DEFAULT_RANKER))
+
+
+def ranker_by_id(ranker_id: str):
+    """A ranker over the chosen collection (the sidebar's, or one to compare with it); the first build
+    shows a progress bar; None, with the error shown, when it cannot be built."""
     spec = st.session_state.get(COLLECTION_KEY, "wordnet")
-    ranker_id = st.session_state.get(RANKER_KEY, DEFAULT_RANKER)
     try:
         _index_with_progress(ranker_id, get_collection(spec))
         return _get_ranker(spec, ranker_id)

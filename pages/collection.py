@@ -5,11 +5,11 @@ import streamlit as st
 
 from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
-from eqi_core.judged import judge_results, judged_passages, judging_queries
+from eqi_core.judged import comparison_line, judge_results, judged_passages, judging_queries, rank_under
 from eqi_core.loaders.registry import web_log_demo
-from eqi_core.rankers import DEFAULT_RANKER, ranker_spec
+from eqi_core.rankers import DEFAULT_RANKER, RANKERS, ranker_spec
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store
+from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store, ranker_by_id
 from pages._text import literal, result_columns
 from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state, within
@@ -19,7 +19,7 @@ collection = current_collection()
 if collection is None:
     st.stop()
 URL = {"search_query": ("q", str, "bank" if collection.source.startswith("wordnet") else ""),
-       "search_k": ("k", int, 10)}
+       "search_k": ("k", int, 10), "search_vs": ("vs", str, None)}
 url_state(URL)
 WEB_LOG_DEMO_PASSAGE = "2022689"  # chocolate and Nobel prizes, shown to dark-chocolate health queries (README)
 
@@ -102,14 +102,43 @@ def passage_detail(doc: str, key: str) -> None:
                                "ranker": st.session_state.get(RANKER_KEY, DEFAULT_RANKER)})
 
 
+def beside_columns(results) -> list[str]:
+    return [c for c in results.columns if c.startswith("rank under ")]
+
+
+def search_columns(results) -> dict:
+    """A search's result table: narrow numbers, so the passage gets the width; with a comparison, the
+    other ranker's rank of each passage ("—": not in its top k)."""
+    return {"rank": st.column_config.NumberColumn("rank", width=50),
+            "judgment": st.column_config.TextColumn("judged", width=90, help="relevance grade in the qrels"),
+            "score": st.column_config.NumberColumn("score", format="%.4f", width=75),
+            "doc_id": st.column_config.TextColumn("doc_id", width=110),
+            "text": st.column_config.TextColumn("passage", width=620 if not beside_columns(results) else 430),
+            **{c: st.column_config.NumberColumn(c, width=185, help=f"{c[len('rank under '):]}'s rank of this passage "
+                                                                 "for the same query; —: not in its top results")
+               for c in beside_columns(results)}}
+
+
 st.subheader("Search")
 ranker = current_ranker()
 within("search_k", 1, 100)
-left, right = st.columns([4, 1])
+left, right, beside = st.columns([4, 1, 2])
 query = left.text_input("Query", key="search_query", placeholder="type a query; logged queries show judged grades")
 k = right.number_input("Results", min_value=1, max_value=100, key="search_k")
+own_id = st.session_state.get(RANKER_KEY, DEFAULT_RANKER)
+others = [r for r in RANKERS if r != own_id]
+if st.session_state.get("search_vs") not in others:  # a link's unknown ranker, or the one now in the sidebar
+    st.session_state["search_vs"] = None
+vs = beside.selectbox("Compare with", others, index=None, key="search_vs", placeholder="another ranker",
+                      format_func=lambda r: ranker_spec(r).name,
+                      help="Its top results for the same query below, and where each ranker puts the other's passages")
 if ranker is not None and query.strip():
     judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))
+    other_ranker = ranker_by_id(vs) if vs is not None else None
+    other = judge_results(collection, query, other_ranker.search([query], k=int(k)), int(k)) if other_ranker else None
+    if other is not None:  # each list says where the other ranker puts its passages
+        judged.results[f"rank under {ranker_spec(vs).name}"] = rank_under(judged.results, other.results)
+        other.results[f"rank under {ranker_spec(own_id).name}"] = rank_under(other.results, judged.results)
     if judged.query_id is None:
         st.caption("Not a logged query: no judgments to show.")
     else:
@@ -125,19 +154,19 @@ if ranker is not None and query.strip():
         shown = st.dataframe(
             judged.results, hide_index=True, width="stretch", key=f"search_results_{search_id}",
             on_select="rerun", selection_mode="single-row",  # a new query or depth starts unselected
-            column_order=["rank", "score", "judgment", "doc_id", "text"],
-            column_config={  # narrow numbers, so the passage gets the width
-                "rank": st.column_config.NumberColumn("rank", width=50),
-                "judgment": st.column_config.TextColumn("judged", width=90, help="relevance grade in the qrels"),
-                "score": st.column_config.NumberColumn("score", format="%.4f", width=75),
-                "doc_id": st.column_config.TextColumn("doc_id", width=110),
-                "text": st.column_config.TextColumn("passage", width=620),
-            },
+            column_order=["rank", "score", "judgment", "doc_id", "text", *beside_columns(judged.results)],
+            column_config=search_columns(judged.results), placeholder="—",
         )
         row = picked_row(shown, judged.results)
         if row is not None:
             passage_detail(str(judged.results["doc_id"].iloc[row]), "search")
         st.plotly_chart(result_grades(judged.results), key="search_figure")
+    if other is not None:
+        st.markdown(f"**{ranker_spec(vs).name}'s top {k}** for the same query: "
+                    f"{comparison_line(judged, other, ranker_spec(own_id).name, ranker_spec(vs).name)}.")
+        st.dataframe(other.results, hide_index=True, width="stretch", key="search_vs_results", placeholder="—",
+                     column_order=["rank", "score", "judgment", "doc_id", "text", *beside_columns(other.results)],
+                     column_config=search_columns(other.results))
     if len(judged.missed):
         with st.expander(f"{len(judged.missed):,} judged relevant {'passage' if len(judged.missed) == 1 else 'passages'} "
                          f"not in the top {k}"):

@@ -1,5 +1,7 @@
 """AppTest of the shell (navigation + shared sidebar) and the Collection page."""
 
+import pandas as pd
+
 from tests.app.conftest import sidebar_select
 from tests.conftest import TINY_BEIR
 
@@ -147,3 +149,29 @@ def test_a_selected_search_result_opens_its_whole_text_judging_queries_and_expos
     # another query starts with nothing selected: its table has another key
     app.text_input(key="search_query").set_value("river bank").run()
     assert app.dataframe[0].key != table.key and not any(m.value.startswith("**d3**") for m in app.markdown)
+
+
+def test_compare_with_another_ranker_sets_the_two_top_ks_side_by_side(app):
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
+    app.text_input(key="search_query").set_value("river bank").run()
+    assert "bm25" not in app.selectbox(key="search_vs").options  # not the sidebar's own ranker
+    app.selectbox(key="search_vs").set_value("minilm-l3-onnx").run()
+    assert not app.exception, app.exception
+    mine, theirs = app.dataframe[0].value, next(d.value for d in app.dataframe if "rank under BM25" in d.value.columns)
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    dense = build_ranker("minilm-l3-onnx", tiny, ArtifactStore()).search(["river bank"], k=10).frame
+    assert theirs["doc_id"].tolist() == dense["doc_id"].tolist()
+    at_dense = dict(zip(dense["doc_id"], dense["rank"]))
+    for doc, rank in zip(mine["doc_id"], mine["rank under MiniLM-L3 (dense, ONNX)"]):
+        assert (pd.isna(rank) and doc not in at_dense) or rank == at_dense[doc], doc
+    at_bm25 = dict(zip(mine["doc_id"], mine["rank"]))
+    for doc, rank in zip(theirs["doc_id"], theirs["rank under BM25"]):
+        assert (pd.isna(rank) and doc not in at_bm25) or rank == at_bm25[doc], doc
+    common = len(set(mine["doc_id"]) & set(theirs["doc_id"]))
+    assert any(m.value.startswith(f"**MiniLM-L3 (dense, ONNX)'s top 10** for the same query: {common} of the top")
+               and "nDCG@10" in m.value for m in app.markdown)

@@ -49,3 +49,20 @@ def test_judgments_by_query_and_by_passage_by_hand():
     assert judging_queries(coll, "zz")["query_id"].tolist() == ["q1"] and judging_queries(coll, "nothing").empty
     assert coll.find_queries()["judgments"].tolist() == [4, 1, 0]
     assert coll.find_passages()["judgments"].tolist() == [1, 2, 1]  # zz is judged but has no row
+
+
+def test_two_rankers_results_side_by_side_by_hand():
+    import pandas as pd
+
+    from eqi_core.judged import JudgedResults, comparison_line, rank_under
+
+    a = pd.DataFrame({"rank": [1, 2, 3], "doc_id": ["d1", "d2", "d3"]})
+    b = pd.DataFrame({"rank": [1, 2, 3], "doc_id": ["d3", "d9", "d1"]})
+    assert rank_under(a, b).tolist()[::2] == [3, 1] and pd.isna(rank_under(a, b).iloc[1])
+    assert rank_under(b, a).tolist()[::2] == [3, 1] and rank_under(b, a).dtype == "Int64"
+    ja = JudgedResults("q", "q1", a, pd.DataFrame(), {"nDCG@10": 0.5, "RR": 1.0})
+    jb = JudgedResults("q", "q1", b, pd.DataFrame(), {"nDCG@10": 0.25, "RR": 0.5})
+    assert comparison_line(ja, jb, "BM25", "dense") == ("2 of the top 3 passages in common; nDCG@10 0.500 (BM25) vs "
+                                                         "0.250 (dense) · RR 1.000 (BM25) vs 0.500 (dense)")
+    assert comparison_line(JudgedResults("q", None, a, pd.DataFrame(), {}), jb, "BM25", "dense") == \
+        "2 of the top 3 passages in common"
