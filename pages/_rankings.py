@@ -9,7 +9,7 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.exposure.result_logs import PREFIX, result_log_id
 from eqi_core.loaders.registry import check_path_within_roots
-from eqi_core.rankers import ranker_spec
+from eqi_core.rankers import RANKERS, ranker_spec
 from eqi_core.uploads import list_uploads, store_result_log
 from pages._state import get_store
 
@@ -71,3 +71,14 @@ def apply_pending_upload() -> None:
 
 def is_log(source: str) -> bool:
     return source.startswith(PREFIX)
+
+
+def compare_with(where, key: str, shown: str, placeholder: str, help: str) -> str | None:
+    """A "Compare with" choice among the built-in rankers other than ``shown``: none until one is
+    chosen (a comparison may build another index or map); a link's unknown ranker, or the one now
+    shown, is cleared."""
+    others = [r for r in RANKERS if r != shown]
+    if st.session_state.get(key) not in others:
+        st.session_state[key] = None
+    return where.selectbox("Compare with", others, index=None, key=key, placeholder=placeholder,
+                           format_func=lambda r: ranker_spec(r).name, help=help)

@@ -7,7 +7,8 @@ from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import comparison_line, judge_results, judged_passages, judging_queries, rank_under
 from eqi_core.loaders.registry import web_log_demo
-from eqi_core.rankers import DEFAULT_RANKER, RANKERS, ranker_spec
+from eqi_core.rankers import DEFAULT_RANKER, ranker_spec
+from pages._rankings import compare_with
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store, ranker_by_id
 from pages._text import literal, result_columns
@@ -126,12 +127,8 @@ left, right, beside = st.columns([4, 1, 2])
 query = left.text_input("Query", key="search_query", placeholder="type a query; logged queries show judged grades")
 k = right.number_input("Results", min_value=1, max_value=100, key="search_k")
 own_id = st.session_state.get(RANKER_KEY, DEFAULT_RANKER)
-others = [r for r in RANKERS if r != own_id]
-if st.session_state.get("search_vs") not in others:  # a link's unknown ranker, or the one now in the sidebar
-    st.session_state["search_vs"] = None
-vs = beside.selectbox("Compare with", others, index=None, key="search_vs", placeholder="another ranker",
-                      format_func=lambda r: ranker_spec(r).name,
-                      help="Its top results for the same query below, and where each ranker puts the other's passages")
+vs = compare_with(beside, "search_vs", own_id, "another ranker",
+                  "Its top results for the same query below, and where each ranker puts the other's passages")
 if ranker is not None and query.strip():
     judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))
     other_ranker = ranker_by_id(vs) if vs is not None else None

@@ -10,11 +10,11 @@ from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_ch
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, lorenz_curve, relq_heatmaps
-from eqi_core.rankers import RANKERS, ranker_spec
+from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._progress import with_progress
-from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
+from pages._rankings import SOURCE_KEY, apply_pending_upload, compare_with, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._text import literal, result_columns
@@ -204,12 +204,8 @@ change_fig = None
 st.subheader("Under another ranker")
 st.caption("Who keeps, gains and loses sight of this passage when the ranking changes: its exact exposing queries "
            f"under {ranker_spec(rankings).name} and under another ranker, side by side (top {n_qd} of each query).")
-others = [r for r in RANKERS if r != rankings]
-if st.session_state.get("exp_compare") not in others:  # a link's unknown ranker, or the one now in the sidebar
-    st.session_state["exp_compare"] = None
-other = st.selectbox("Compare with", others, index=None, key="exp_compare", placeholder="choose a ranker",
-                     format_func=lambda r: ranker_spec(r).name,
-                     help="Its exact exposure map is computed once (with progress) and kept in the store.")
+other = compare_with(st, "exp_compare", rankings, "choose a ranker",
+                     "Its exact exposure map is computed once (with progress) and kept in the store.")
 if other is not None and result.exact is None:
     st.info(f"{ranker_spec(rankings).name} has no exact exposing queries for pasted text: nothing to compare.")
 elif other is not None:
