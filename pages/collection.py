@@ -104,6 +104,7 @@ def passage_detail(doc: str, key: str) -> None:
 
 
 def beside_columns(results) -> list[str]:
+    """The columns a comparison adds: where the other ranker puts each passage."""
     return [c for c in results.columns if c.startswith("rank under ")]
 
 
