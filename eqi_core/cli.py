@@ -14,7 +14,6 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import typer
 
-from eqi_core.collection import readable
 from eqi_core.errors import DataError, FigureExportError, MissingDependency
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
@@ -145,28 +144,46 @@ def search(
     ranker: str = RankerOpt,
     k: int = typer.Option(10, "-k", min=1, max=10_000, help="results per query"),
     as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
+    compare: str | None = typer.Option(None, "--compare", help="also this ranker's results (e.g. minilm-l6), each "
+                                       "list with where the other ranker puts every passage"),
 ) -> None:
     """Search the collection; logged queries show each result's judged grade."""
+    import pandas as pd
+
+    from eqi_core.judged import comparison_line, judge_results, rank_under
+
     if not all(q.strip() for q in query):
         raise DataError("query: empty; give a query text, e.g. eqi search bank")
+    if compare is not None and ranker_spec(compare).id == ranker_spec(ranker).id:
+        raise DataError(f"--compare {compare}: that is the ranker already searched; name another, e.g. minilm-l6")
     store = _store()
     c = _load(collection, store)
-    r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing for {ranker}", "passage"))
-    text_by_doc = dict(zip(c.passages["doc_id"], c.passages["text"].map(readable)))  # shown, so repaired
+    rankers = {name: build_ranker(name, c, store, progress=tqdm_progress(f"indexing for {name}", "passage"))
+               for name in [ranker] + ([compare] if compare else [])}
     for q in query:
-        qid = c.find_query(q)
-        grades = c.judgments.get(qid, {}) if qid else {}
-        hits = r.search([q], k=k).frame
-        if not as_json:
-            typer.echo(f"# {q!r}" + (f" (logged query {qid}, {len(grades)} judged)" if qid else " (not a logged query)"))
-        for row in hits.itertuples(index=False):
-            grade = grades.get(row.doc_id)
-            if as_json:
-                typer.echo(json.dumps({"query": q, "rank": row.rank, "doc_id": row.doc_id, "score": row.score,
-                                       "grade": grade, "text": text_by_doc.get(row.doc_id, "")}))
-            else:
-                g = "-" if grade is None else str(grade)
-                typer.echo(f"{row.rank:>4} {row.score:8.4f}  grade {g}  {row.doc_id:14s} {text_by_doc.get(row.doc_id, '')[:90]}")
+        found = {name: judge_results(c, q, r.search([q], k=k), k) for name, r in rankers.items()}
+        for name, res in found.items():
+            other = next((o for o in found if o != name), None)
+            beside = rank_under(res.results, found[other].results) if other else None
+            if not as_json:
+                grades = c.judgments.get(res.query_id, {}) if res.query_id else {}
+                head = f"# {q!r}" + (f" (logged query {res.query_id}, {len(grades)} judged)" if res.query_id
+                                     else " (not a logged query)")
+                typer.echo(head + (f", {name}; last column: {other}'s rank" if other else ""))
+            for i, row in enumerate(res.results.itertuples(index=False)):
+                grade = None if pd.isna(row.grade) else int(row.grade)
+                under = None if beside is None or pd.isna(beside.iloc[i]) else int(beside.iloc[i])
+                if as_json:
+                    typer.echo(json.dumps({"query": q, **({"ranker": name} if other else {}), "rank": int(row.rank),
+                                           "doc_id": row.doc_id, "score": float(row.score), "grade": grade, "text": row.text,
+                                           **({f"rank_under_{other}": under} if other else {})}))
+                else:
+                    g = "-" if grade is None else str(grade)
+                    tail = "" if beside is None else f"  [{other}: {'-' if under is None else under}]"
+                    text = str(row.text)[:90].ljust(90 if tail else 0)  # the other ranker's ranks in one column
+                    typer.echo(f"{row.rank:>4} {row.score:8.4f}  grade {g}  {row.doc_id:14s} {text}{tail}")
+        if compare and not as_json:
+            typer.echo(f"# {ranker} vs {compare}: {comparison_line(found[ranker], found[compare], ranker, compare)}")
 
 
 @app.command()

@@ -33,6 +33,23 @@ def test_search_shows_grades():
     assert rows[0]["doc_id"] == "d1" and rows[0]["grade"] == 2 and len(rows) == 3
 
 
+def test_search_compare_gives_each_list_the_other_rankers_rank():
+    result = runner.invoke(app, ["search", "river bank", "-c", TINY, "-k", "5", "--json", "--compare", "minilm-l3-onnx"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    lists = {name: [r for r in rows if r["ranker"] == name] for name in ("bm25", "minilm-l3-onnx")}
+    assert [len(v) for v in lists.values()] == [5, 5]
+    rank = {name: {r["doc_id"]: r["rank"] for r in v} for name, v in lists.items()}
+    for r in lists["bm25"]:
+        assert r["rank_under_minilm-l3-onnx"] == rank["minilm-l3-onnx"].get(r["doc_id"])
+    for r in lists["minilm-l3-onnx"]:
+        assert r["rank_under_bm25"] == rank["bm25"].get(r["doc_id"])
+    table = runner.invoke(app, ["search", "river bank", "-c", TINY, "-k", "5", "--compare", "minilm-l3-onnx"]).output
+    common = len(set(rank["bm25"]) & set(rank["minilm-l3-onnx"]))
+    assert table.splitlines()[-1].startswith(f"# bm25 vs minilm-l3-onnx: {common} of the top 5 passages in common; nDCG@10 ")
+    assert "[minilm-l3-onnx: " in table.splitlines()[1]
+
+
 def test_index_then_run_writes_trec(tmp_path):
     assert runner.invoke(app, ["index", "-c", TINY]).exit_code == 0
     out = tmp_path / "bm25.trec"
