@@ -121,6 +121,13 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
     exact = [d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"]][0]
     assert exact["rank"].tolist() == [1, 2]  # q1 lists d6 first; q2 second (its file ranks 1 and 3, renumbered)
     assert "Result log: system.trec (uploaded)" in at.radio(key="exp_log").format_func(at.radio(key="exp_log").value)
+    # the log against a ranker that runs here: every built-in ranker is offered, the log's own ranks kept
+    assert set(at.selectbox(key="exp_compare").options) >= {"BM25", "MiniLM-L3 (dense, ONNX)"}  # labels
+    at.selectbox(key="exp_compare").set_value("bm25").run()
+    assert not at.exception, at.exception
+    change = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    log_column = next(c for c in change.columns if c.startswith("rank (") and c != "rank (BM25)")
+    assert change.set_index("query_id")[log_column].dropna().astype(int).to_dict() == {"q1": 1, "q2": 2}
 
 
 def test_generative_exposure_panel(at):
@@ -218,7 +225,7 @@ def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
     at.switch_page("pages/exposure.py").run()
     at.selectbox(key="exp_doc").set_value("d1").run()
     assert not [d for d in at.dataframe if "change" in d.value.columns]  # nothing computed until a ranker is chosen
-    assert "minilm-l3-onnx" not in at.selectbox(key="exp_compare").options  # not the sidebar's own ranker
+    assert "MiniLM-L3 (dense, ONNX)" not in at.selectbox(key="exp_compare").options and len(at.selectbox(key="exp_compare").options) == 3
     at.selectbox(key="exp_compare").set_value("bm25").run()
     assert not at.exception, at.exception
     change = next(d.value for d in at.dataframe if "change" in d.value.columns)
