@@ -444,8 +444,8 @@ def exposure(
             typer.echo(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
             typer.echo(grid.rename(index="{:g}".format, columns="{:g}".format).to_string(float_format="{:.3f}".format))
     if compare is not None:
-        _print_exposure_change(pe, ranker if run_file is None else run_file.stem, compare, collection, n_qd, scheduler,
-                               passage, text)
+        _print_exposure_change(pe, ranker if run_file is None else run_file.name, compare, collection, n_qd, scheduler,
+                               passage, text)  # a log's file name (bm25.trec) is never a ranker id (bm25)
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure

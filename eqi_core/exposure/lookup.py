@@ -89,6 +89,8 @@ def exposure_change(exact_a: pd.DataFrame, exact_b: pd.DataFrame, name_a: str, n
     ``rank (A)``, ``rank (B)`` (<NA> where that ranking does not show the passage in its top
     n_q->d), ``places up`` (rank A - rank B: above 0 the passage is shown higher under B) and
     ``change``; the queries that show it highest under either ranking first."""
+    if name_a == name_b:
+        raise DataError(f"comparing {name_a!r} with itself: name two different rankings")
     a = exact_a[["query_id", "query", "rank"]].rename(columns={"rank": f"rank ({name_a})"})
     b = exact_b[["query_id", "query", "rank"]].rename(columns={"rank": f"rank ({name_b})"})
     both = a.merge(b, on=["query_id", "query"], how="outer")

@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from eqi_core.errors import DataError
 from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change
 
 
@@ -22,6 +23,8 @@ def test_exposure_change_by_hand():
     assert change_summary(got, "bm25", "dense") == (
         "3 queries expose it under bm25, 3 under dense: 2 under both, 1 only under dense, 1 only under bm25; "
         "in the top 10: 2 under bm25, 2 under dense")
+    with pytest.raises(DataError, match="with itself"):
+        exposure_change(a, b, "bm25", "bm25")
     same = exposure_change(a, a, "x", "y")
     assert set(same["change"]) == {"same"} and (same["places up"] == 0).all()
 
