@@ -148,6 +148,17 @@ d2.download_button("TaSC table (CSV)", table.to_csv(index=False).encode(), "tasc
 d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(), "tasc.tex", "text/x-tex", key="dl_latex")
 
 # -- figures -------------------------------------------------------------------------------------
+def clicked_query(event, queries: set) -> str | None:
+    """The query of the bar clicked in the Pairwise chart (its customdata), if any."""
+    points = ((event or {}).get("selection") or {}).get("points") or []  # the chart's state, a dict
+    for point in points:
+        data = point.get("customdata")
+        qid = str(data[0] if isinstance(data, (list, tuple)) else data) if data is not None else None
+        if qid in queries:
+            return qid
+    return None
+
+
 order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
 tab_sorted, tab_pair, tab_tasc, tab_heat, tab_unsolved = st.tabs(
     ["Per query", "Pairwise", "TaSC", "Heatmap", "Unsolved"])
@@ -160,7 +171,12 @@ with tab_pair:
     a = p1.selectbox("Ranker A", order, index=len(order) - 1, key="cov_pair_a",  # the latest against the baseline
                      help="A is the later ranker, as in the paired tests below: above 0, A did better")
     b = p2.selectbox("Ranker B", [n for n in order if n != a], key="cov_pair_b")
-    st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG, key="fig_pair")
+    st.caption("Click a bar to drill into that query below.")
+    clicked = st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG, key="fig_pair",
+                              on_select="rerun", selection_mode="points")
+    picked = clicked_query(clicked, set(values.index))
+    if picked is not None and picked != st.session_state.get("_cov_pair_clicked"):  # a new click, not a rerun of it
+        st.session_state["cov_query"] = st.session_state["_cov_pair_clicked"] = picked
 with tab_tasc:
     tfigs = figs.tasc_figures(table, measure_name)
     st.plotly_chart(tfigs["bars"], config=PLOT_CONFIG, key="fig_tasc_bars")

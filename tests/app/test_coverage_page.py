@@ -61,6 +61,18 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
     assert any("at least two rankings" in i.value for i in at.info)
 
 
+def test_a_click_on_a_pairwise_bar_drills_into_that_query(monkeypatch):
+    at = open_coverage(f"beir:{TINY_BEIR}", monkeypatch, FIXTURES)
+    assert at.selectbox(key="cov_query").value == "q2"  # the most disputed, before any click
+    other = next(label.split(":")[0] for label in at.selectbox(key="cov_query").options if not label.startswith("q2:"))
+    at.session_state["fig_pair"] = {"selection": {"points": [{"customdata": other, "point_index": 0}], "box": [], "lasso": []}}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="cov_query").value == other
+    at.selectbox(key="cov_query").set_value("q2").run()  # a choice in the box afterwards is not undone by the old click
+    assert at.selectbox(key="cov_query").value == "q2"
+
+
 @pytest.mark.data
 def test_dl19_six_runs_published_means(monkeypatch):
     folder = shared_dataset("trec-dl19-passage")
