@@ -149,7 +149,8 @@ d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(
 
 # -- figures -------------------------------------------------------------------------------------
 def clicked_query(event, queries: set) -> str | None:
-    """The query of the bar clicked in the Pairwise chart (its customdata), if any."""
+    """The query of the bar clicked in the Pairwise chart (its customdata), if any. (A heatmap cell's
+    click reaches no selection in Streamlit, measured in a real browser: the heatmap is not clickable.)"""
     points = ((event or {}).get("selection") or {}).get("points") or []  # the chart's state, a dict
     for point in points:
         data = point.get("customdata")
@@ -157,6 +158,14 @@ def clicked_query(event, queries: set) -> str | None:
         if qid in queries:
             return qid
     return None
+
+
+def drill_into_click(chart_key: str, event, queries: set) -> None:
+    """Open the drill-down below on a clicked query; only a new click, so that a later choice in the
+    drill-down's own box is kept over reruns."""
+    picked = clicked_query(event, queries)
+    if picked is not None and picked != st.session_state.get(f"_{chart_key}_clicked"):
+        st.session_state["cov_query"] = st.session_state[f"_{chart_key}_clicked"] = picked
 
 
 order = list(table["ranker"])  # the TaSC table's order (chronological by default), not the matrix's
@@ -172,11 +181,8 @@ with tab_pair:
                      help="A is the later ranker, as in the paired tests below: above 0, A did better")
     b = p2.selectbox("Ranker B", [n for n in order if n != a], key="cov_pair_b")
     st.caption("Click a bar to drill into that query below.")
-    clicked = st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG, key="fig_pair",
-                              on_select="rerun", selection_mode="points")
-    picked = clicked_query(clicked, set(values.index))
-    if picked is not None and picked != st.session_state.get("_cov_pair_clicked"):  # a new click, not a rerun of it
-        st.session_state["cov_query"] = st.session_state["_cov_pair_clicked"] = picked
+    drill_into_click("fig_pair", st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG,
+                                                 key="fig_pair", on_select="rerun", selection_mode="points"), set(values.index))
 with tab_tasc:
     tfigs = figs.tasc_figures(table, measure_name)
     st.plotly_chart(tfigs["bars"], config=PLOT_CONFIG, key="fig_tasc_bars")
