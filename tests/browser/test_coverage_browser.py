@@ -38,3 +38,12 @@ def test_coverage_page_on_dl19(dashboard, page):
     page.get_by_role("heading", name="One query across rankers").first.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(500)
     page.screenshot(path=str(screenshot_path("coverage-drilldown.png")))
+    # a click on a Pairwise bar (not the first: that is the most disputed query, already open) drills into its query
+    page.get_by_role("tab", name="Pairwise").click()
+    chart = page.locator("[data-testid='stPlotlyChart']").filter(has_text="per query").first
+    chart.scroll_into_view_if_needed()
+    chart.wait_for(state="visible", timeout=60_000)
+    box = chart.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.55)
+    opened = page.locator("[data-testid='stSelectbox']").filter(has_text="when was the salvation army founded")
+    opened.first.wait_for(state="detached", timeout=60_000)  # the drill-down's box now names the clicked query
