@@ -401,6 +401,8 @@ def exposure(
                                   "over gamma_q->d x gamma_d->q in 0.1..1 (paper Figure 5 for one passage)"),
     compare: str | None = typer.Option(None, "--compare", help="also the exact exposing queries under this ranker "
                                        "(e.g. bm25): who keeps, gains and loses sight of the passage"),
+    report: Path | None = typer.Option(None, "--report", help="also write the page's audit report (HTML, opens "
+                                       "offline): lists, RELQ, figures, and the comparison with --compare"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -443,9 +445,13 @@ def exposure(
         for name, grid in grids.items():
             typer.echo(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
             typer.echo(grid.rename(index="{:g}".format, columns="{:g}".format).to_string(float_format="{:.3f}".format))
+    this = ranker if run_file is None else run_file.name  # a log's file name (bm25.trec) is never a ranker id (bm25)
+    change = line = None
     if compare is not None:
-        _print_exposure_change(pe, ranker if run_file is None else run_file.name, compare, collection, n_qd, scheduler,
-                               passage, text)  # a log's file name (bm25.trec) is never a ranker id (bm25)
+        change, line = _print_exposure_change(pe, this, compare, collection, n_qd, scheduler, passage, text)
+    if report is not None:
+        _write_exposure_report(report, pe, setup, this, compare, change, line, spec,
+                               {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq})
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure
@@ -460,8 +466,9 @@ def exposure(
 
 
 def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int, scheduler: str | None,
-                           passage: str | None, text: str | None) -> None:
-    """``eqi exposure --compare``: the passage's exact exposing queries under another ranker beside this one's."""
+                           passage: str | None, text: str | None):
+    """``eqi exposure --compare``: the passage's exact exposing queries under another ranker beside this
+    one's; returns the table and its summary line (for --report)."""
     from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change
 
     if pe.exact is None:
@@ -474,9 +481,36 @@ def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int
     if exact is None:
         raise DataError(f"--compare {other}: no exact exposing queries for pasted text under it")
     change = exposure_change(pe.exact, exact, this, other)
-    typer.echo(f"## compared with {other}: {change_summary(change, this, other)}")
+    line = change_summary(change, this, other)
+    typer.echo(f"## compared with {other}: {line}")
     if len(change):
         typer.echo(change.astype(object).where(change.notna(), "-").to_string(index=False))  # "-": not in its top n_q->d
+    return change, line
+
+
+def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, change, line: str | None, spec,
+                           settings: dict) -> None:
+    """``eqi exposure --report``: the Exposure page's audit report, written whole or not at all."""
+    from eqi_core.exposure.lookup import patience_grids
+    from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps
+    from eqi_core.reports import exposure_report
+    from eqi_core.store import atomic_write
+
+    figures = []
+    if pe.exact is not None and pe.lists:
+        relq_values = pe.relq[str(spec)].to_dict() if pe.relq is not None else None
+        figures.append(exposure_bars(pe.lists, pe.n_qd, relq_values, str(spec)))
+    grids = patience_grids(pe, spec.cutoff)
+    if grids:
+        figures.append(relq_heatmaps(grids, "This passage's RELQ over patience parameters",
+                                     mark=(settings["gamma_q->d"], settings["gamma_d->q"])))
+    if change is not None:
+        figures.append(exposure_change_scatter(change, this, other, pe.n_qd))
+    meta = {"collection": setup.collection.name, "collection fingerprint": setup.collection.fingerprint,
+            "ranker": this, "passage": pe.doc_id or "(pasted text)", **settings, "methods": ", ".join(pe.lists),
+            **({"compared with": other} if other else {})}
+    atomic_write(path, exposure_report(pe, meta, figures, change=change, change_line=line or "").encode("utf-8"))
+    typer.echo(f"wrote the audit report to {path}")
 
 
 def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None):

@@ -59,8 +59,10 @@ def _page(title: str, meta: dict, body: list[str]) -> str:
             f"<h2>How to reproduce</h2><table class='meta'>{rows}</table>{''.join(body)}</body></html>")
 
 
-def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability: dict | None = None) -> str:
-    """Audit report for one passage: exact and approximate exposing queries, RELQ, charts."""
+def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability: dict | None = None,
+                    change: pd.DataFrame | None = None, change_line: str = "") -> str:
+    """Audit report for one passage: exact and approximate exposing queries, RELQ, charts; with
+    ``change`` (``exposure_change``), who keeps, gains and loses sight of it under another ranker."""
     body = [f"<h2>Passage</h2><blockquote>{html.escape(readable(result.text))}</blockquote>"]
     for note in result.notes:
         body.append(f"<p class='note'>{html.escape(note)}</p>")
@@ -84,6 +86,10 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
     for name, frame in result.lists.items():
         listed = frame[["position", "query_id", "query", "score", "rank"]].astype({"rank": "Int64"})  # 1, not 1.0000
         body.append(f"<h2>{html.escape(name)}</h2>" + _table(listed))
+    if change is not None:
+        body.append(f"<h2>Under another ranker</h2><p>{html.escape(change_line)}</p>"
+                    "<p class='note'>—: that ranker does not show the passage in its top results for the query.</p>"
+                    + _table(change))
     return _page("Exposure audit report", meta, body)
 
 

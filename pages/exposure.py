@@ -200,7 +200,7 @@ if result.lists or result.exact is not None:
         st.caption("Select a query in any list above to see what it shows, down to this passage.")
 
 # -- under another ranker ------------------------------------------------------------------------------------
-change_fig = None
+change_fig, change, change_line = None, None, ""
 st.subheader("Under another ranker")
 st.caption("Who keeps, gains and loses sight of this passage when the ranking changes: its exact exposing queries "
            f"under {ranker_spec(rankings).name} and under another ranker, side by side (top {n_qd} of each query).")
@@ -216,7 +216,8 @@ elif other is not None:
     other_exact, _ = exact_exposure(other_setup, n_qd, doc_id, text)
     name_a, name_b = ranker_spec(rankings).name, ranker_spec(other).name
     change = exposure_change(result.exact, other_exact, name_a, name_b)
-    st.markdown(change_summary(change, name_a, name_b) + ".")
+    change_line = change_summary(change, name_a, name_b) + "."
+    st.markdown(change_line)
     change_fig = exposure_change_scatter(change, name_a, name_b, n_qd)
     st.plotly_chart(change_fig, config=PLOT_CONFIG, key="exp_change_fig")
     figure_downloads(change_fig, "exposure_change", "exp_change_dl")
@@ -283,5 +284,7 @@ if doc_id is not None:
 meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "collection spec": spec,
         "ranker": ranker_spec(rankings).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,
         "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq, "methods": ", ".join(names)}
-st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr),
+if change is not None:
+    meta["compared with"] = ranker_spec(other).name
+st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr, change, change_line),
                    f"exposure-report-{doc_id or 'pasted'}.html", "text/html", key="exp_report", type="primary")

@@ -201,3 +201,16 @@ def test_exposure_compare_with_the_same_ranker_is_one_line(monkeypatch, capsys):
         main()
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and err.startswith("error: --compare bm25: that is the ranker already shown")
+
+
+def test_exposure_report_is_the_pages_audit_report_with_the_comparison(tmp_path):
+    out = tmp_path / "audit" / "report.html"
+    result = runner.invoke(app, ["exposure", "d1", "-c", TINY, "-r", "bm25", "--no-heads", "--n-dq", "3",
+                                 "--compare", "minilm-l3-onnx", "--report", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    line = next(x for x in result.output.splitlines() if x.startswith("## compared with minilm-l3-onnx: "))
+    assert "<h1>Exposure audit report</h1>" in page and "<h2>Under another ranker</h2>" in page
+    assert line.split(": ", 1)[1] in page  # the same summary as printed
+    assert page.count("plotly-graph-div") >= 3  # exposure bars, patience heatmaps, rank-against-rank scatter
+    assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # nothing half-written beside it
