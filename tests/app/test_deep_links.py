@@ -16,33 +16,36 @@ def test_collection_page_link_opens_the_same_search(app):
     assert app.query_params["q"] == ["river"] or app.query_params["q"] == "river"
 
 
-def test_exposure_page_link(app):
-    app.run()  # AppTest opens the home page first; the link then arrives, as when a user pastes it
-    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "minilm-l3-onnx", "passage": "d6",
-                            "nqd": "3", "ndq": "5", "gqd": "0.3", "gdq": "1.0"})
+def open_exposure_link(app, **params):
+    """A link to the Exposure page on the fixture collection, arriving after the home page has run
+    (as when a user pastes it)."""
+    app.run()
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", **params})
     app.switch_page("pages/exposure.py").run()
     assert not app.exception, app.exception
+
+
+def test_exposure_page_link(app):
+    open_exposure_link(app, ranker="minilm-l3-onnx", passage="d6", nqd="3", ndq="5", gqd="0.3", gdq="1.0")
     assert app.selectbox(key="exp_doc").value == "d6"
     assert app.slider(key="exp_nqd").value == 3 and app.slider(key="exp_gqd").value == pytest.approx(0.3)
 
 
 def test_exposure_page_link_opens_the_comparison_with_another_ranker(app):
-    app.run()
-    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "passage": "d1", "compare": "minilm-l3-onnx"})
-    app.switch_page("pages/exposure.py").run()
-    assert not app.exception, app.exception
+    open_exposure_link(app, ranker="bm25", passage="d1", compare="minilm-l3-onnx")
     assert app.selectbox(key="exp_compare").value == "minilm-l3-onnx"
     assert any("change" in d.value.columns for d in app.dataframe)
-    app.query_params.update({"compare": "bm25"})  # the ranker already shown: nothing to compare, no error
-    app.switch_page("pages/exposure.py").run()
-    assert not app.exception and app.selectbox(key="exp_compare").value in (None, "minilm-l3-onnx")
+
+
+@pytest.mark.parametrize("compare", ["bm25", "nope"])
+def test_a_link_comparing_with_the_shown_or_an_unknown_ranker_compares_nothing(app, compare):
+    open_exposure_link(app, ranker="bm25", passage="d1", compare=compare)
+    assert app.selectbox(key="exp_compare").value is None
+    assert not any("change" in d.value.columns for d in app.dataframe)
 
 
 def test_exposure_page_link_to_a_pasted_passage(app):
-    app.run()
-    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "text": "a loan from the bank", "nqd": "3"})
-    app.switch_page("pages/exposure.py").run()
-    assert not app.exception, app.exception
+    open_exposure_link(app, ranker="bm25", text="a loan from the bank", nqd="3")
     assert app.radio(key="exp_source").value == "Paste a new passage"
     assert app.text_area(key="exp_text").value == "a loan from the bank"
     assert "Exposing queries (exact)" in [m.label for m in app.metric]
