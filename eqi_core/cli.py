@@ -150,7 +150,7 @@ def search(
     """Search the collection; logged queries show each result's judged grade."""
     import pandas as pd
 
-    from eqi_core.judged import comparison_line, judge_results, rank_under
+    from eqi_core.judged import comparison_line, judged_search, rank_under
 
     if not all(q.strip() for q in query):
         raise DataError("query: empty; give a query text, e.g. eqi search bank")
@@ -161,7 +161,7 @@ def search(
     rankers = {name: build_ranker(name, c, store, progress=tqdm_progress(f"indexing for {name}", "passage"))
                for name in [ranker] + ([compare] if compare else [])}
     for q in query:
-        found = {name: judge_results(c, q, r.search([q], k=k), k) for name, r in rankers.items()}
+        found = {name: judged_search(c, r, q, k) for name, r in rankers.items()}
         for name, res in found.items():
             other = next((o for o in found if o != name), None)
             beside = rank_under(res.results, found[other].results) if other else None

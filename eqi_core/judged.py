@@ -19,14 +19,25 @@ class JudgedResults:
     query_id: str | None  # the logged query with this text, if any
     results: pd.DataFrame  # rank, score, grade (NaN = unjudged), judgment (label), doc_id, text
     missed: pd.DataFrame  # judged relevant passages not retrieved: doc_id, grade, text
-    measures: dict[str, float]  # nDCG@10, RR, R@k for logged queries (ir_measures)
+    measures: dict[str, float]  # nDCG@10, RR@10, R@k for logged queries (ir_measures)
+
+
+MEASURE_DEPTH = 10  # nDCG@10 and RR@10 need the top 10, however few results are shown
+
+
+def judged_search(collection: Collection, ranker, query: str, k: int) -> JudgedResults:
+    """``ranker``'s top ``k`` for ``query``, judged; searched at least ``MEASURE_DEPTH`` deep, so that
+    nDCG@10 and RR@10 are the ranker's own whatever ``k`` is (5 results shown, 10 scored)."""
+    return judge_results(collection, query, ranker.search([query], k=max(int(k), MEASURE_DEPTH)), int(k))
 
 
 def judge_results(collection: Collection, query: str, run: Run, k: int) -> JudgedResults:
-    """Attach judged grades to a single-query run and score it against the qrels."""
+    """Attach judged grades to a single-query run's top ``k`` and score the whole run against the
+    qrels: nDCG@10, RR@10 (both on the run's top 10, which may be deeper than ``k``) and R@k."""
     qid = collection.find_query(query)
     grades = collection.judgments.get(qid, {}) if qid else {}
-    frame = run.frame.copy()
+    ranking = run.frame.sort_values("rank", kind="stable")
+    frame = ranking[ranking["rank"] <= k].copy()
     frame["grade"] = frame["doc_id"].map(grades)
     texts = collection.passages.set_index("doc_id")["text"]
     frame["text"] = frame["doc_id"].map(texts).map(readable)  # shown, so repaired for reading
@@ -39,8 +50,8 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     measures: dict[str, float] = {}
     if relevant:
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
-        scored = [ir_measures.ScoredDoc(qid, d, float(s)) for d, s in zip(frame["doc_id"], frame["score"])]
-        wanted = [ir_measures.nDCG @ 10, ir_measures.RR, ir_measures.R @ k]
+        scored = [ir_measures.ScoredDoc(qid, d, float(s)) for d, s in zip(ranking["doc_id"], ranking["score"])]
+        wanted = [ir_measures.nDCG @ 10, ir_measures.RR @ 10, ir_measures.R @ k]
         values = ir_measures.calc_aggregate(wanted, qrels, scored)  # a dict in no fixed order
         measures = {str(m): float(values[m]) for m in wanted}  # shown in this order
     return JudgedResults(query, qid, results, missed.sort_values("grade", ascending=False), measures)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
-from eqi_core.judged import comparison_line, judge_results, judged_passages, judging_queries, rank_under
+from eqi_core.judged import comparison_line, judged_passages, judged_search, judging_queries, rank_under
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.rankers import DEFAULT_RANKER, ranker_spec
 from pages._rankings import compare_with
@@ -131,9 +131,9 @@ own_id = st.session_state.get(RANKER_KEY, DEFAULT_RANKER)
 vs = compare_with(beside, "search_vs", own_id, "another ranker",
                   "Its top results for the same query below, and where each ranker puts the other's passages")
 if ranker is not None and query.strip():
-    judged = judge_results(collection, query, ranker.search([query], k=int(k)), int(k))
+    judged = judged_search(collection, ranker, query, int(k))
     other_ranker = ranker_by_id(vs) if vs is not None else None
-    other = judge_results(collection, query, other_ranker.search([query], k=int(k)), int(k)) if other_ranker else None
+    other = judged_search(collection, other_ranker, query, int(k)) if other_ranker else None
     if other is not None:  # each list says where the other ranker puts its passages
         judged.results[f"rank under {ranker_spec(vs).name}"] = rank_under(judged.results, other.results)
         other.results[f"rank under {ranker_spec(own_id).name}"] = rank_under(other.results, judged.results)

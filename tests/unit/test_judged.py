@@ -16,9 +16,30 @@ def test_judged_results_for_logged_query(tiny, store):
     dcg = sum(g / math.log2(i + 2) for i, g in enumerate(grades))
     idcg = 2 + 1 / math.log2(3) + 1 / math.log2(4)
     assert j.measures["nDCG@10"] == pytest.approx(dcg / idcg, abs=1e-6)
-    assert j.measures["RR"] == 1.0
-    assert list(j.measures) == ["nDCG@10", "RR", "R@3"]  # shown in this order, whatever order ir_measures returns
+    assert j.measures["RR@10"] == 1.0
+    assert list(j.measures) == ["nDCG@10", "RR@10", "R@3"]  # shown in this order, whatever order ir_measures returns
     assert set(j.missed["doc_id"]) == {"d1", "d4", "d7"} - set(j.results["doc_id"])
+
+
+def test_fewer_results_shown_than_scored(tiny, store):
+    """Showing 2 results must not change nDCG@10 or RR@10: they are the ranker's own, over its top 10
+    (before, a search for 2 results scored nDCG@10 on those 2 alone)."""
+    from eqi_core.judged import judged_search
+
+    ranker = build_ranker("bm25", tiny, store)
+    two, ten = judged_search(tiny, ranker, "river bank", 2), judged_search(tiny, ranker, "river bank", 10)
+    assert list(two.results["rank"]) == [1, 2] and len(ten.results) > 2
+    grades = ten.results["grade"].fillna(0).tolist()[:10]  # by hand over the top 10, trec_eval's linear gains
+    ideal = sorted(tiny.judgments["q1"].values(), reverse=True)
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(grades))
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    assert two.measures["nDCG@10"] == pytest.approx(dcg / idcg, abs=1e-6) == ten.measures["nDCG@10"]
+    assert two.measures["nDCG@10"] > judge_results(tiny, "river bank", ranker.search(["river bank"], k=2), 2).measures["nDCG@10"]
+    assert two.measures["RR@10"] == ten.measures["RR@10"]
+    first_relevant = next(i for i, g in enumerate(grades, 1) if g > 0)
+    assert ten.measures["RR@10"] == pytest.approx(1 / first_relevant)
+    n_relevant = sum(1 for g in ideal if g > 0)
+    assert two.measures["R@2"] == pytest.approx(sum(1 for g in grades[:2] if g > 0) / n_relevant)
 
 
 def test_unlogged_query_has_no_measures(tiny, store):
