@@ -325,9 +325,13 @@ def tasc(
         table.to_csv(output_dir / "tasc.csv", index=False)
         tests.to_csv(output_dir / "significance.csv", index=False)
         (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure))
-        in_table_order = matrix.values[list(table["ranker"])]  # legends as the TaSC table lists the rankers
-        figures = {"sorted": figs.sorted_per_query(in_table_order, matrix.measure), **figs.tasc_figures(table, matrix.measure),
-                   "unsolved": figs.solved_by_count(matrix.values)}
+        in_table_order = matrix.values[order]  # legends as the TaSC table lists the rankers
+        latest, earliest = order[-1], order[0]  # the page's Pairwise tab opens on this pair
+        figures = {"sorted": figs.sorted_per_query(in_table_order, matrix.measure),
+                   **({"pairwise": figs.pairwise_difference(matrix.values, latest, earliest, matrix.measure, query_text),
+                       "pairwise_scatter": figs.pairwise_scatter(matrix.values, latest, earliest, matrix.measure, query_text)}
+                      if len(order) > 1 else {}),
+                   **figs.tasc_figures(table, matrix.measure), "unsolved": figs.solved_by_count(matrix.values)}
         for name, fig in figures.items():
             (output_dir / f"{name}.html").write_text(figure_html(fig))
             write_figure(fig, output_dir / f"{name}.png")
@@ -338,7 +342,7 @@ def tasc(
                 "release dates": ", ".join(f"{r}={d}" for r, d in dates.items()),
                 "bootstrap": f"{n_boot} resamples of queries, 95% percentile", "multiple-testing correction": correction}
         report = coverage_report(table, matrix.values, matrix.measure, meta,
-                                 [figures["sorted"], *figs.tasc_figures(table, matrix.measure).values(), figures["unsolved"]],
+                                 list(figures.values()),
                                  matrix.notes, {r: list(matrix.solved_only_by(r)) for r in runs}, query_text,
                                  readable_tests(tests, correction), drilldown)
         (output_dir / "report.html").write_text(report, encoding="utf-8")

@@ -180,9 +180,19 @@ with tab_pair:
     a = p1.selectbox("Ranker A", order, index=len(order) - 1, key="cov_pair_a",  # the latest against the baseline
                      help="A is the later ranker, as in the paired tests below: above 0, A did better")
     b = p2.selectbox("Ranker B", [n for n in order if n != a], key="cov_pair_b")
-    st.caption("Click a bar to drill into that query below.")
-    drill_into_click("fig_pair", st.plotly_chart(figs.pairwise_difference(values, a, b, measure_name), config=PLOT_CONFIG,
-                                                 key="fig_pair", on_select="rerun", selection_mode="points"), set(values.index))
+    st.caption("Click a bar or a point to drill into that query below (a point standing for several queries opens the "
+               "first; its hover lists them).")
+    left, right = st.columns(2)
+    with left:
+        fig_pair = figs.pairwise_difference(values, a, b, measure_name, collection.query_text)
+        drill_into_click("fig_pair", st.plotly_chart(fig_pair, config=PLOT_CONFIG, key="fig_pair", on_select="rerun",
+                                                     selection_mode="points"), set(values.index))
+        figure_downloads(fig_pair, f"pairwise_{a}_{b}", "dl_fig_pair")
+    with right:
+        fig_scatter = figs.pairwise_scatter(values, a, b, measure_name, collection.query_text)
+        drill_into_click("fig_pair_scatter", st.plotly_chart(fig_scatter, config=PLOT_CONFIG, key="fig_pair_scatter",
+                                                             on_select="rerun", selection_mode="points"), set(values.index))
+        figure_downloads(fig_scatter, f"pairwise_scatter_{a}_{b}", "dl_fig_pair_scatter")
 with tab_tasc:
     tfigs = figs.tasc_figures(table, measure_name)
     st.plotly_chart(tfigs["bars"], config=PLOT_CONFIG, key="fig_tasc_bars")
@@ -191,9 +201,13 @@ with tab_tasc:
         st.plotly_chart(tfigs[f"bubble_{agg}"], config=PLOT_CONFIG, key=f"fig_bubble_{agg}")
         figure_downloads(tfigs[f"bubble_{agg}"], f"tasc_bubble_{agg}", f"dl_fig_bubble_{agg}")
 with tab_heat:
-    st.plotly_chart(figs.clustered_heatmap(values[order], measure_name), config=PLOT_CONFIG, key="fig_heat")
+    fig_heat = figs.clustered_heatmap(values[order], measure_name, texts=collection.query_text)
+    st.plotly_chart(fig_heat, config=PLOT_CONFIG, key="fig_heat")
+    figure_downloads(fig_heat, "per_query_heatmap", "dl_fig_heat")
 with tab_unsolved:
-    st.plotly_chart(figs.solved_by_count(values), config=PLOT_CONFIG, key="fig_unsolved")
+    fig_unsolved = figs.solved_by_count(values)
+    st.plotly_chart(fig_unsolved, config=PLOT_CONFIG, key="fig_unsolved")
+    figure_downloads(fig_unsolved, "unsolved", "dl_fig_unsolved")
 
 # -- drill-down ------------------------------------------------------------------------------
 st.subheader("One query across rankers")
@@ -253,8 +267,8 @@ meta = {"collection": collection.name, "collection fingerprint": collection.fing
         "rankings": ", ".join(names), "measure": measure_name, "mode": mode, "baseline": baseline if mode == "chronological" else "—",
         "release dates": ", ".join(f"{r}={d}" for r, d in dates), "bootstrap": "1000 resamples of queries, 95% percentile",
         "multiple-testing correction": correction}
-report_figures = [figs.sorted_per_query(values[order], measure_name), *figs.tasc_figures(table, measure_name).values(),
-                  figs.solved_by_count(values)]
+report_figures = [figs.sorted_per_query(values[order], measure_name), fig_pair, fig_scatter,  # the pair chosen above
+                  *figs.tasc_figures(table, measure_name).values(), fig_unsolved]
 st.download_button("Comparison report (HTML, opens offline)",
                    coverage_report(table, values, measure_name, meta, report_figures, notes,
                                    {r: list(solved_only[r]) for r in names}, texts, tests, drilldown),

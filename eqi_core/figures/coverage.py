@@ -23,19 +23,67 @@ def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
     return style(fig, f"Per-query {measure}, sorted")
 
 
-def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str) -> go.Figure:
+def _query_labels(index: pd.Index, texts: dict | None) -> list[str]:
+    """Hover labels: the query's id, and its text where the collection has it (a presenter reads the
+    query, not its id)."""
+    texts = texts or {}
+    return [f"{q}: {_wrap_hover(texts[q])}" if texts.get(q) else str(q) for q in index]
+
+
+def _wrap_hover(text: str, width: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str, texts: dict | None = None) -> go.Figure:
     """Figure 2: per-query difference a - b, sorted; above 0 a is better, below 0 b is better."""
     diff = (values[a] - values[b]).sort_values(ascending=False)
     pair = ranker_colours([a, b])
     colours = np.where(diff > 0, pair[a], np.where(diff < 0, pair[b], "#BBBBBB"))
+    labels = _query_labels(diff.index, texts)
     fig = go.Figure(go.Bar(x=np.arange(len(diff)), y=diff.to_numpy(), marker_color=colours, marker_line_width=0,
-                           customdata=diff.index, hovertemplate="query %{customdata}<br>difference %{y:.3f}<extra></extra>"))
+                           customdata=np.column_stack([diff.index.astype(str), labels]) if len(diff) else None,
+                           hovertemplate="%{customdata[1]}<br>difference %{y:.3f}<extra></extra>"))
     wins, losses, ties = int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())
-    fig.update_xaxes(title_text=f"queries sorted by difference ({a} better: {wins}, {b} better: {losses}, equal: {ties})",
-                     showticklabels=False)
+    fig.update_xaxes(title_text=f"queries sorted by difference<br>({a} better: {wins}, {b} better: {losses}, equal: {ties})",
+                     showticklabels=False)  # two lines: the counts stay readable in a half-width column
     fig.update_yaxes(title_text=f"{measure}: {a} - {b}", range=[-1.05, 1.05])
     fig.update_layout(bargap=0)
-    return style(fig, f"{a} vs {b}, per query")
+    return style(fig, f"{a} vs {b}, per query").update_layout(margin_b=70)
+
+
+def pairwise_scatter(values: pd.DataFrame, a: str, b: str, measure: str, texts: dict | None = None,
+                     listed: int = 5) -> go.Figure:
+    """Each query at (b's metric, a's metric): above the diagonal a did better, below it b. Where
+    differences alone hide it, this shows on which queries the gains fall (hard ones, near 0, or easy
+    ones). Queries with the same pair of values share one marker, its area by their count, from 8 px
+    for one query to 40 px for the most crowded pair (rank metrics put thousands at (0, 0) and (1, 1)
+    on WordNet); its hover lists the first ``listed`` and a click opens the
+    first (customdata[0])."""
+    pair = ranker_colours([a, b])
+    frame = pd.DataFrame({"x": values[b].round(6), "y": values[a].round(6), "label": _query_labels(values.index, texts),
+                          "qid": values.index.astype(str)})
+    largest = int(frame.groupby(["x", "y"]).size().max()) if len(frame) else 1
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999999", dash="dot", width=1),
+                             hoverinfo="skip", showlegend=False))
+    for name, rows, colour in ((f"{a} better", frame[frame["y"] > frame["x"]], pair[a]),
+                               (f"{b} better", frame[frame["y"] < frame["x"]], pair[b]),
+                               ("equal", frame[frame["y"] == frame["x"]], "#BBBBBB")):
+        groups = rows.groupby(["x", "y"], sort=True)
+        points = pd.DataFrame({"n": groups.size(), "qid": groups["qid"].first(),
+                               "hover": groups["label"].agg(lambda ls: "<br>".join(list(ls)[:listed])
+                                                            + (f"<br>… and {len(ls) - listed} more" if len(ls) > listed else ""))
+                               }).reset_index()
+        fig.add_trace(go.Scatter(
+            x=points["x"], y=points["y"], mode="markers", name=f"{name} ({len(rows)})",
+            marker=dict(color=colour, size=8 + 32 * np.sqrt((points["n"].to_numpy() - 1) / max(largest - 1, 1)), opacity=0.8,
+                        line=dict(width=0.5, color="white")),
+            customdata=np.column_stack([points["qid"], points["n"], points["hover"]]) if len(points) else None,
+            hovertemplate=f"{b} %{{x:.3f}}, {a} %{{y:.3f}}: %{{customdata[1]}} quer(ies)<br>%{{customdata[2]}}<extra></extra>"))
+    fig.update_xaxes(title_text=f"{measure} of {b}", range=[-0.05, 1.05], constrain="domain")  # square, 0 to 1
+    fig.update_yaxes(title_text=f"{measure} of {a}", range=[-0.05, 1.05], scaleanchor="x", scaleratio=1, constrain="domain")
+    return style(fig, f"{a} against {b}, query by query").update_layout(legend_itemsizing="constant")
 
 
 def tasc_bars(table: pd.DataFrame) -> go.Figure:
@@ -131,7 +179,7 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
-def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000) -> go.Figure:
+def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000, texts: dict | None = None) -> go.Figure:
     """Query x ranker heatmap, queries ordered by hierarchical clustering (scipy) of their profiles."""
     from scipy.cluster.hierarchy import leaves_list, linkage
 
@@ -140,9 +188,10 @@ def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 200
         v = v.sample(max_queries, random_state=0)
     order = leaves_list(linkage(v.to_numpy(), method="average", metric="euclidean")) if len(v) > 2 else np.arange(len(v))
     v = v.iloc[order]
+    labels = np.array([_query_labels(v.index, texts)] * v.shape[1]).T if len(v) else None  # one per cell
     fig = go.Figure(go.Heatmap(z=v.to_numpy(), x=list(v.columns), y=list(v.index), colorscale="Viridis", zmin=0, zmax=1,
-                               colorbar=dict(title=measure),
-                               hovertemplate="query %{y}<br>%{x}: %{z:.3f}<extra></extra>"))
+                               colorbar=dict(title=measure), customdata=labels,
+                               hovertemplate="%{customdata}<br>%{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(showticklabels=len(v) <= 60, title_text=f"queries (clustered, {len(v)} shown)")
     return style(fig, f"{measure} per query and ranker", height=520)
 

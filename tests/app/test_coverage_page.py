@@ -61,11 +61,14 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
     assert any("at least two rankings" in i.value for i in at.info)
 
 
-def test_a_click_on_a_pairwise_bar_drills_into_that_query(monkeypatch):
+@pytest.mark.parametrize("chart, customdata", [("fig_pair", lambda q: [q, f"{q}: its text"]),
+                                                ("fig_pair_scatter", lambda q: [q, 2, f"{q}: its text<br>q9"])])
+def test_a_click_on_a_pairwise_bar_or_point_drills_into_that_query(monkeypatch, chart, customdata):
     at = open_coverage(f"beir:{TINY_BEIR}", monkeypatch, FIXTURES)
     assert at.selectbox(key="cov_query").value == "q2"  # the most disputed, before any click
     other = next(label.split(":")[0] for label in at.selectbox(key="cov_query").options if not label.startswith("q2:"))
-    at.session_state["fig_pair"] = {"selection": {"points": [{"customdata": other, "point_index": 0}], "box": [], "lasso": []}}
+    at.session_state[chart] = {"selection": {"points": [{"customdata": customdata(other), "point_index": 0}],
+                                             "box": [], "lasso": []}}
     at.run()
     assert not at.exception, at.exception
     assert at.selectbox(key="cov_query").value == other

@@ -31,7 +31,9 @@ def test_example_ranker_coverage_by_deep_link(dashboard, page):
     heading.wait_for(timeout=180_000)
     assert "mean RR@10" in heading.inner_text()
     page.get_by_role("tab", name="Pairwise").click()
-    page.get_by_role("tabpanel", name="Pairwise").locator("svg.main-svg").first.wait_for(timeout=180_000)  # its scatter
+    panel = page.get_by_role("tabpanel", name="Pairwise")
+    panel.locator("svg.main-svg").first.wait_for(timeout=180_000)  # its charts
+    panel.get_by_text("minilm-l3-onnx against bm25, query by query").wait_for(timeout=60_000)  # beside the differences
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached", timeout=180_000)  # the run has finished
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("example-coverage.png")), full_page=True)

@@ -36,9 +36,11 @@ def test_tasc_cli_writes_exports(files, tmp_path):
             "--mode", "all-others", "--bootstrap", "100", "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png", "report.html"} <= {
-        p.name for p in out.iterdir()}
+    assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png", "report.html",
+            "pairwise.png", "pairwise_scatter.png", "pairwise_scatter.html"} <= {p.name for p in out.iterdir()}
     report = (out / "report.html").read_text()
+    # the Pairwise tab's pair, the later ranker (A) against the earlier: new is better on 1 query, old on 2
+    assert "new against old, query by query" in report and "new better (1)" in report and "old better (2)" in report
     # RR old [1, .5, 0], new [.5, 0, 1]: q3 differs most (1.0), so the report drills into it as the page opens on it
     assert "Ranker coverage report" in report and "One query across rankers: q3" in report
     assert "report.html (query q3 drilled into)" in result.output

@@ -27,6 +27,41 @@ def test_pairwise_difference_sorted_and_counted():
     assert "splade better: 3, bm25 better: 1, equal: 0" in fig.layout.xaxis.title.text
 
 
+def test_pairwise_hover_names_the_query():
+    fig = figs.pairwise_difference(V, "splade", "bm25", "RR@10", {"q2": "what is a bank", "q1": "x" * 80})
+    assert [list(c) for c in fig.data[0].customdata] == [["q2", "q2: what is a bank"], ["q3", "q3"], ["q4", "q4"],
+                                                         ["q1", "q1: " + "x" * 59 + "…"]]  # sorted as the bars
+
+
+def test_pairwise_scatter_by_hand():
+    # splade (A, y) against bm25 (B, x): q1 (1, 0) B better; q2 (0, 1), q3 (.5, 1), q4 (0, .25) A better
+    fig = figs.pairwise_scatter(V, "splade", "bm25", "RR@10")
+    line, a_better, b_better, equal = fig.data
+    assert (a_better.name, b_better.name, equal.name) == ("splade better (3)", "bm25 better (1)", "equal (0)")
+    assert sorted(zip(a_better.x, a_better.y)) == [(0.0, 0.25), (0.0, 1.0), (0.5, 1.0)]
+    assert list(zip(b_better.x, b_better.y)) == [(1.0, 0.0)] and b_better.customdata[0][0] == "q1"
+    assert a_better.marker.color == figs.ranker_colours(["splade", "bm25"])["splade"]
+    assert fig.layout.xaxis.title.text == "RR@10 of bm25" and fig.layout.yaxis.title.text == "RR@10 of splade"
+
+
+def test_pairwise_scatter_one_marker_per_pair_of_values():
+    """Three queries at (0, 0) share one marker, larger than a single query's, listing two and counting
+    the rest; a click on it opens the first."""
+    v = pd.DataFrame({"a": [0.0, 0.0, 0.0, 1.0], "b": [0.0, 0.0, 0.0, 0.5]}, index=["q9", "q7", "q8", "q1"])
+    fig = figs.pairwise_scatter(v, "a", "b", "nDCG@10", {"q9": "nine"}, listed=2)
+    _, a_better, _, equal = fig.data
+    assert equal.name == "equal (3)" and list(equal.x) == [0.0] and list(equal.y) == [0.0]
+    qid, n, hover = equal.customdata[0]
+    assert (qid, int(n)) == ("q9", 3) and hover == "q9: nine<br>q7<br>… and 1 more"
+    assert list(equal.marker.size) == [40] and list(a_better.marker.size) == [8]  # the most crowded pair, one query
+
+
+def test_heatmap_hover_names_the_query():
+    heat = figs.clustered_heatmap(V, "RR@10", texts={"q3": "river bank"})
+    row = list(heat.data[0].y).index("q3")
+    assert list(heat.data[0].customdata[row]) == ["q3: river bank"] * 3
+
+
 def test_tasc_bars_skip_the_baseline(table):
     fig = figs.tasc_bars(table)
     assert list(fig.data[0].x) == ["dense", "splade"] and fig.data[0].y[0] == pytest.approx(0.3125)
