@@ -412,6 +412,7 @@ def exposure(
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.lookup import passage_exposure, patience_grids
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
+    from eqi_core.matching import with_shared_words, word_overlap_line
 
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
@@ -433,7 +434,8 @@ def exposure(
     if pe.exact is not None:
         typer.echo(f"## exact: {len(pe.exact):,} {'query shows it in its' if len(pe.exact) == 1 else 'queries show it in their'} top {n_qd}")
         if len(pe.exact):
-            typer.echo(pe.exact.head(n_dq).to_string(index=False))
+            typer.echo(with_shared_words(pe.exact.head(n_dq), pe.text).to_string(index=False))
+            typer.echo(word_overlap_line(pe.exact, pe.text))
     for name, frame in pe.lists.items():
         score = "" if pe.relq is None else f" ({spec} = {pe.relq.loc[name, str(spec)]:.3f})"
         typer.echo(f"## {name}{score}")

@@ -79,7 +79,11 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
         body.append("<h2>RELQ of each approximate method</h2>" + _table(result.relq, index=True, floatfmt="{:.3f}"))
     body.append("<h2>Figures</h2>" + "".join(_figures(figures)))
     if result.exact is not None:
-        body.append("<h2>Exposing queries (exact, brute force)</h2>" + _table(result.exact))
+        from eqi_core.matching import with_shared_words, word_overlap_line
+
+        body.append("<h2>Exposing queries (exact, brute force)</h2>"
+                    + (f"<p>{html.escape(word_overlap_line(result.exact, result.text))}</p>" if len(result.exact) else "")
+                    + _table(with_shared_words(result.exact, result.text)))
     if result.lists:
         body.append(f"<p class='note'>In the lists below, rank is the passage's exact rank for the found query; "
                     f"— where that query does not show it in its top {result.n_qd}.</p>")

@@ -11,6 +11,24 @@ def literal(text: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
 
 
+def marked(text: object, spans: list[tuple[int, int]]) -> str:
+    """``text`` escaped as ``literal`` does, with each ``(start, end)`` span on an orange background
+    (Streamlit's Markdown directive): the query's words in a passage."""
+    text, out, at = str(text), [], 0
+    for start, end in spans:
+        out += [literal(text[at:start]), f":orange-background[{literal(text[start:end])}]"]
+        at = end
+    return "".join(out) + literal(text[at:])
+
+
+def matched_words_line(query: str, words: list[str], where: str) -> str:
+    """One Markdown line: the words of ``query`` that ``where`` holds, as BM25 matches them."""
+    if not words:
+        return f"“{literal(query)}” shares no word with {where} (as BM25 matches words: stems, stop words left out)."
+    listed = ", ".join(f":orange-background[{literal(w)}]" for w in words)
+    return f"Words of “{literal(query)}” in {where} (as BM25 matches them: stems, stop words left out): {listed}"
+
+
 def result_columns() -> dict:
     """Column settings for a top-k table (rank, doc_id, score, passage, grade, target): the numbers
     narrow, so the passage text gets the table's width instead of falling past its edge."""

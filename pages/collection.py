@@ -7,11 +7,12 @@ from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
 from eqi_core.judged import comparison_line, judged_passages, judged_search, judging_queries, rank_under
 from eqi_core.loaders.registry import web_log_demo
+from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import DEFAULT_RANKER, ranker_spec
 from pages._rankings import compare_with
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store, ranker_by_id
-from pages._text import literal, result_columns
+from pages._text import literal, marked, matched_words_line, result_columns
 from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state, within
 
@@ -88,14 +89,20 @@ def picked_row(selection, frame) -> int | None:
     return int(rows[0]) if rows and int(rows[0]) < len(frame) else None
 
 
-def passage_detail(doc: str, key: str) -> None:
+def passage_detail(doc: str, key: str, query: str | None = None) -> None:
     """A selected passage: its whole text, the queries whose judgments name it, and a link to the
-    logged queries that expose it (Exposure); the same from a search result and from Browse."""
+    logged queries that expose it (Exposure); the same from a search result and from Browse. From a
+    search, the query's words are marked in the text, as BM25 matches them."""
     judging = judging_queries(collection, doc)
     st.markdown(f"**{literal(doc)}**: " + (f"named by the judgments of {len(judging):,} "
                                             f"{'query' if len(judging) == 1 else 'queries'}" if len(judging) else
                                             "no query's judgments name it"))
-    st.text(collection.display_text(doc))  # whole, where the table cuts it at its width
+    whole = collection.display_text(doc)  # whole, where the table cuts it at its width
+    if query is None:
+        st.text(whole)
+    else:
+        st.caption(matched_words_line(query, shared_words(query, whole), "it"))
+        st.markdown(marked(whole, matched_spans(query, whole)))
     if len(judging):
         st.dataframe(judging, hide_index=True, width="stretch", key=f"{key}_judging")
     st.page_link("pages/exposure.py", label="Which logged queries expose it? (Exposure)", icon=":material/visibility:",
@@ -157,7 +164,7 @@ if ranker is not None and query.strip():
         )
         row = picked_row(shown, judged.results)
         if row is not None:
-            passage_detail(str(judged.results["doc_id"].iloc[row]), "search")
+            passage_detail(str(judged.results["doc_id"].iloc[row]), "search", query)
         st.plotly_chart(result_grades(judged.results), key="search_figure")
     if other is not None:
         st.markdown(f"**{ranker_spec(vs).name}'s top {k}** for the same query: "

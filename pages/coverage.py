@@ -19,13 +19,14 @@ from eqi_core.coverage.tasc import MODES, tasc_weights
 from eqi_core.errors import DataError
 from eqi_core.figures import coverage as figs
 from eqi_core.loaders.trec import read_qrels
+from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import RANKERS, release_date_for
 from eqi_core.reports import coverage_report
 from eqi_core.store import content_digest
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, live_run
-from pages._text import literal
+from pages._text import literal, marked, matched_words_line
 from pages._url import as_list, copy_link, page_header, sync_url
 
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
@@ -239,8 +240,11 @@ if cells:
     doc = side.at[row, col]
     grade = judgments.get(doc)
     body = collection.display_text(doc)
+    query_text = texts.get(qid, "")
     st.markdown(f"**{literal(doc)}** ({'unjudged' if grade is None else f'grade {grade}'}), {literal(col)}'s rank {row + 1}: "
-                f"{literal(body) if body is not None else '*not among the collection passages*'}")
+                f"{marked(body, matched_spans(query_text, body)) if body is not None else '*not among the collection passages*'}")
+    if body is not None and query_text:
+        st.caption(matched_words_line(query_text, shared_words(query_text, body), "it"))
     st.dataframe(passage_ranks({r: runs[r] for r in order}, qid, doc).set_index("ranker").T,
                  width="stretch", key="cov_passage_ranks")
 else:

@@ -10,6 +10,7 @@ from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_ch
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, lorenz_curve, relq_heatmaps
+from eqi_core.matching import shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
@@ -17,7 +18,7 @@ from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, compare_with, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
-from pages._text import literal, result_columns
+from pages._text import literal, matched_words_line, result_columns
 from pages._url import copy_link, incoming, page_header, sync_url, within
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
@@ -150,7 +151,8 @@ if result.exact is not None:
     cols[0].markdown("**Exact (brute force)**")
     cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
                       on_select=lambda: st.session_state.update(exp_picked="exp_exact"), selection_mode="single-row")
-    cols[0].download_button("CSV", result.exact.to_csv(index=False).encode(), "exact_exposing_queries.csv", key="exp_dl_exact")
+    cols[0].download_button("CSV", with_shared_words(result.exact, result.text).to_csv(index=False).encode(),
+                            "exact_exposing_queries.csv", key="exp_dl_exact")
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
     col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
@@ -159,6 +161,9 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
                       "rank", format="%d", help=f"the passage's rank for this query (exact); '> {n_qd}': this query "
                                                 f"does not show it in its top {n_qd}")})
     col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
+
+if result.exact is not None and len(result.exact):
+    st.caption(word_overlap_line(result.exact, result.text))  # lexical or not: what a dense ranker adds
 
 # -- what one listed query shows ---------------------------------------------------------------------------
 TOP_SHOWN = 10  # a selected query's results shown: its top 10, then this passage's row if it is deeper
@@ -196,6 +201,9 @@ if result.lists or result.exact is not None:
                     + (", then this passage" if deep > TOP_SHOWN else "") + f" ({where})")
         st.dataframe(top, hide_index=True, width="stretch", key="exp_query_top", column_config=result_columns(),
                      height=35 * (len(top) + 1) + 3)  # every row in view, the passage's last
+        passage_text = text if doc_id is None else collection.display_text(doc_id) or ""
+        st.caption(matched_words_line(str(chosen_query["query"]), shared_words(str(chosen_query["query"]), passage_text),
+                                      "this passage" if doc_id is not None else "the pasted passage"))
     else:
         st.caption("Select a query in any list above to see what it shows, down to this passage.")
 

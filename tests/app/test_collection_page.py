@@ -145,7 +145,12 @@ def test_a_selected_search_result_opens_its_whole_text_judging_queries_and_expos
     from eqi_core.loaders import load_collection
 
     whole = load_collection(f"beir:{TINY_BEIR}").display_text("d3")
-    assert any(t.value == whole for t in app.text)
+    assert whole == "Savings. money saved in a bank account earns interest over time"
+    # the whole text, the query's words marked as BM25 matches them ("loan" is not in it)
+    assert any(m.value == r"Savings\. money saved in a :orange-background[bank] account earns interest over time"
+               for m in app.markdown)
+    assert any(c.value.startswith("Words of “bank loan” in it") and c.value.endswith(":orange-background[bank]")
+               for c in app.caption)
     # another query starts with nothing selected: its table has another key
     app.text_input(key="search_query").set_value("river bank").run()
     assert app.dataframe[0].key != table.key and not any(m.value.startswith("**d3**") for m in app.markdown)

@@ -39,7 +39,11 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
     side = next(d for d in at.dataframe if "bm25 grade" in d.value.columns)
     assert side.value["bm25"].isna().any() and side.proto.placeholder == "—"  # BM25 lists 6 of 10: not "None"
     # the side-by-side opens on the best judged passage, its text (Markdown-escaped) and where each ranker puts it
-    assert any(m.value.startswith("**d6** (grade 2), bm25's rank 1: Loans\\. a bank loan") for m in at.markdown)
+    # q2 is "bank loan interest": its words marked as BM25 matches them
+    assert any(m.value == "**d6** (grade 2), bm25's rank 1: :orange-background[Loans]\\. a :orange-background[bank] "
+                          ":orange-background[loan] is money lent at :orange-background[interest] to be paid back later"
+               for m in at.markdown)  # "Loans" too: BM25 stems it to "loan"
+    assert any(c.value.startswith("Words of “bank loan interest” in it") for c in at.caption)
     ranks = next(d.value for d in at.dataframe if list(d.value.columns) == ["bm25", "minilm-l3-onnx"])
     assert ranks.loc["rank"].tolist() == ["1", "1"]
     listed = next(d.value for d in at.dataframe if {"doc_id", "grade", "passage"} <= set(d.value.columns))

@@ -182,6 +182,9 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
     at.selectbox(key="exp_doc").set_value("d6").run()
     assert any("Select a query in any list above" in c.value for c in at.caption)
     exact = next(d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"])
+    n_exact = int(next(m.value for m in at.metric if m.label == "Exposing queries (exact)").replace(",", ""))
+    overlap = next(c.value for c in at.caption if "(as BM25 matches words)" in c.value)
+    assert f"of the {n_exact} exposing queries share a word" in overlap or overlap.startswith(f"All {n_exact} exposing")
     at.session_state["exp_exact"] = {"selection": {"rows": [0], "columns": []}}
     at.run()
     assert not at.exception, at.exception
@@ -192,6 +195,11 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
     marked = shown[shown["target"] == "◀ this passage"]
     assert marked["doc_id"].tolist() == ["d6"] and marked["rank"].iloc[0] == exact["rank"].iloc[0]
     assert any(f"this passage at rank {exact['rank'].iloc[0]}" in m.value for m in at.markdown)
+    # why it shows it: the query's words in d6 ("Loans. a bank loan is money lent at interest ..."), as BM25 matches them
+    assert exact["query"].iloc[0] == "bank loan interest"
+    assert any(c.value.startswith("Words of “bank loan interest” in this passage") and c.value.endswith(
+        ": :orange-background[loans], :orange-background[bank], :orange-background[loan], :orange-background[interest]")
+        for c in at.caption)
     # a query an approximate method lists (shown, or not, by the passage): what it shows, by the same ranker
     at.session_state["exp_exact"] = {"selection": {"rows": [], "columns": []}}
     at.session_state["exp_list_BM25-reverse"] = {"selection": {"rows": [0], "columns": []}}

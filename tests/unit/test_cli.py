@@ -214,3 +214,16 @@ def test_exposure_report_is_the_pages_audit_report_with_the_comparison(tmp_path)
     assert line.split(": ", 1)[1] in page  # the same summary as printed
     assert page.count("plotly-graph-div") >= 3  # exposure bars, patience heatmaps, rank-against-rank scatter
     assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # nothing half-written beside it
+
+
+def test_exposure_lists_each_exact_querys_words_in_the_passage():
+    """Under BM25 every exposing query shares a word with the passage; the column names them."""
+    out = runner.invoke(app, ["exposure", "d6", "-c", TINY, "-r", "bm25", "--no-heads", "--n-dq", "20"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("## exact: "))
+    assert lines[at + 1].split()[-3:] == ["words", "in", "passage"]
+    n = int(lines[at].split()[2])
+    assert lines[at + 2 + min(n, 20)] == f"All {n} exposing queries share a word with the passage (as BM25 matches words)."
+    row = next(x for x in lines[at + 2:] if " bank loan interest " in f" {x} ")  # d6: "Loans. a bank loan is money lent at interest"
+    assert row.rstrip().endswith("loans, bank, loan, interest")

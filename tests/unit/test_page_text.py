@@ -19,3 +19,19 @@ def test_escaped_text_renders_as_written_in_commonmark():
     rendered = markdown_it.MarkdownIt("commonmark").enable("strikethrough").render(literal(WRITTEN)).strip()
     assert re.fullmatch(r"<p>.*</p>", rendered) and "<em>" not in rendered and "<a " not in rendered
     assert html.unescape(rendered[3:-4]) == WRITTEN
+
+
+def test_marked_spans_by_hand():
+    from pages._text import marked
+
+    assert marked("a bank_loan (bank)", [(2, 11), (13, 17)]) == r"a :orange-background[bank\_loan] \(:orange-background[bank]\)"
+    assert marked("*x*", []) == r"\*x\*"
+
+
+def test_matched_words_line():
+    from pages._text import matched_words_line
+
+    assert matched_words_line("river bank", ["bank", "banks"], "it") == (
+        "Words of “river bank” in it (as BM25 matches them: stems, stop words left out): "
+        ":orange-background[bank], :orange-background[banks]")
+    assert matched_words_line("*piano*", [], "this passage").startswith(r"“\*piano\*” shares no word with this passage")

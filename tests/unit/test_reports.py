@@ -56,6 +56,9 @@ def test_exposure_report_is_self_contained(tmp_path):
     ranks = pd.read_html(io.StringIO(page.split("<h2>dense</h2>")[1]), keep_default_na=False)[0]["rank"].astype(str)
     assert set(ranks) <= {"1", "2", "3", "—"} and (ranks == "—").any()  # whole ranks; — beyond n_q->d
     assert "&lt;NA&gt;" not in page and "<td>None</td>" not in page
+    exact = pd.read_html(io.StringIO(page.split("Exposing queries (exact, brute force)</h2>")[1]), keep_default_na=False)[0]
+    assert "words in passage" in exact.columns  # d1: "River bank. the sloping land beside a river"
+    assert exact.set_index("query").at["river bank", "words in passage"] == "river, bank"
 
 
 def test_report_escapes_text(result):
