@@ -494,6 +494,52 @@ def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int
     return change, line
 
 
+@app.command("retrievability")
+def retrievability_command(
+    collection: str = CollectionOpt,
+    ranker: str = DenseRankerOpt,
+    cutoff: int = typer.Option(100, "--cutoff", min=1, max=100, help="c: a query retrieves a passage when it ranks it "
+                               "within its top c"),
+    which: str = typer.Option("least", "--list", help="least or most: which end of the ranking to list"),
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="how many passages to list"),
+    run_file: Path | None = RunFileOpt,
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write r(d) of every passage here (CSV)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
+) -> None:
+    """Retrievability r(d) of every passage: its inequality (Gini), the passages no query retrieves,
+    and the least or most retrievable ones, as the Exposure page's Retrievability panel lists them."""
+    import pandas as pd
+
+    from eqi_core.exposure.audit import retrievability_extremes, summarise_retrievability
+
+    if which not in ("least", "most"):
+        raise DataError(f"--list {which}: expected least or most")
+    setup = _exposure_setup(collection, ranker, 100, run_file=run_file)
+    c = setup.collection
+    weighted = "count" in c.queries.columns  # a log with frequencies: each search counts, as on the page
+    summary = summarise_retrievability(setup.exposure, cutoff, c.query_weights if weighted else None)
+    never = int((summary.values == 0).sum())
+    extremes = retrievability_extremes(summary, setup.exposure.doc_ids, which, limit)
+    texts = [c.display_text(d) or "" for d in extremes["doc_id"]]
+    if as_json:
+        for row, text in zip(extremes.itertuples(index=False), texts):
+            typer.echo(json.dumps({"doc_id": row.doc_id, "r": float(row[1]), "less_retrievable": round(float(row[2]), 6),
+                                   "text": text}))
+    else:
+        typer.echo(f"# {c.name}, {ranker if run_file is None else run_file.name}: r(d) at c = {cutoff} over "
+                   f"{len(c.queries):,} {'searches (weighted by count)' if weighted else 'queries'}; Gini "
+                   f"{summary.gini:.3f}; {never:,} of {len(summary.values):,} passages ({summary.never_retrieved:.1%}) "
+                   "are in no query's top c")
+        if which == "least" and never > len(extremes):
+            typer.echo(f"# the {len(extremes)} least retrievable listed: the first of those {never:,} in the collection's order")
+        for row, text in zip(extremes.itertuples(index=False), texts):
+            typer.echo(f"{row.doc_id:>14}  r(d) {row[1]:>6}  {row[2]:6.1%} less  {text[:80]}")
+    if output is not None:
+        with atomic_path(output) as tmp:
+            pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values}).to_csv(tmp, index=False)
+        typer.echo(f"wrote r(d) of {len(summary.values):,} passages to {output}", err=True)
+
+
 def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, change, line: str | None, spec,
                            settings: dict) -> None:
     """``eqi exposure --report``: the Exposure page's audit report, written whole or not at all."""
@@ -1584,7 +1630,7 @@ def bench_tasc_cmd(
 
 HELP_PANELS = {  # `eqi --help` lists the commands by what they are for, as the dashboard's pages are
     "Collections and search": ("index", "search", "judgments", "run"),
-    "Exposure": ("exposure", "exposure-map", "train-exposure", "eval-exposure", "eval-generative"),
+    "Exposure": ("exposure", "retrievability", "exposure-map", "train-exposure", "eval-exposure", "eval-generative"),
     "Ranker coverage": ("tasc",),
     "Latent space: decoding and traversal": ("decode", "traverse", "eval-decoder", "train-decoder", "decoder-corpus",
                                              "decoder-lexicon"),

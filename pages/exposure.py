@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.audit import summarise_retrievability
+from eqi_core.exposure.audit import retrievability_extremes, summarise_retrievability
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change, passage_exposure, patience_grids
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
@@ -275,6 +275,33 @@ else:
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
                            key="exp_gen_csv")
 
+def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
+    """The collection's least or most retrievable passages, each one click from its own audit: where
+    an auditor looks for content that no query shows (then asks which unseen queries would)."""
+    st.markdown(f"**The collection's least and most retrievable passages** (r(d) at n_q→d = {n_qd})")
+    which = st.radio("List", ["least", "most"], horizontal=True, key="exp_retr_which",
+                     format_func=lambda w: f"{w} retrievable", label_visibility="collapsed")
+    extremes = retrievability_extremes(summary, setup.exposure.doc_ids, which, limit=20)
+    extremes["passage"] = [collection.display_text(d) or "" for d in extremes["doc_id"]]
+    never = int((summary.values == 0).sum())
+    if which == "least" and never > len(extremes):
+        st.caption(f"{never:,} passages are in no {'search' if weighted else 'query'}'s top {n_qd}; listed: the "
+                   f"first {len(extremes)} of them in the collection's order.")
+    picked = st.dataframe(extremes, hide_index=True, width="stretch", key=f"exp_retr_{which}", on_select="rerun",
+                          selection_mode="single-row", column_config={
+                              "doc_id": st.column_config.TextColumn(width=110), "r(d)": st.column_config.NumberColumn(width=60),
+                              "less retrievable": st.column_config.NumberColumn(format="percent", width=110,
+                                                                                help="share of passages with a lower r(d)"),
+                              "passage": st.column_config.TextColumn(width=560)})
+    rows = picked.selection.rows
+    if rows and str(extremes["doc_id"].iloc[rows[0]]) != doc_id:
+        chosen_doc = str(extremes["doc_id"].iloc[rows[0]])
+        st.button(f"Audit {chosen_doc} instead", key="exp_retr_open", icon=":material/visibility:",
+                  on_click=lambda: st.session_state.update(exp_doc=chosen_doc, exp_find=""))
+    st.download_button("r(d) of every passage (CSV)", lambda: pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values})
+                       .to_csv(index=False).encode(), "retrievability.csv", "text/csv", key="exp_retr_csv")  # made when clicked
+
+
 figures = ([fig] if chosen and result.exact is not None else []) + [f for f in (patience_fig, change_fig) if f is not None]
 retr = None
 if doc_id is not None:
@@ -288,6 +315,7 @@ if doc_id is not None:
         lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id)
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
         figures.append(lorenz_fig)
+        retrievability_extremes_table(summary, n_qd, weighted)
 
 meta = {"collection": collection.name, "collection fingerprint": collection.fingerprint, "collection spec": spec,
         "ranker": ranker_spec(rankings).name, "passage": doc_id or "(pasted text)", "n_q->d": n_qd, "n_d->q": n_dq,

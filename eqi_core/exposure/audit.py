@@ -66,6 +66,20 @@ class RetrievabilitySummary:
                 "gini": self.gini}
 
 
+def retrievability_extremes(summary: RetrievabilitySummary, doc_ids, which: str = "least", limit: int = 20) -> pd.DataFrame:
+    """The ``limit`` least (or most) retrievable passages: doc_id, r(d), and the share of passages
+    less retrievable. Equal r(d) keep the collection's order, so the list is the same on every run
+    (the least retrievable are often thousands of passages at 0: which of them is listed says
+    nothing, and the page says how many there are)."""
+    if which not in ("least", "most"):
+        raise DataError(f"which = {which!r}: expected 'least' or 'most'")
+    values = np.asarray(summary.values)
+    order = np.lexsort((np.arange(len(values)), values if which == "least" else -values))[:max(int(limit), 0)]
+    below = np.searchsorted(np.sort(values), values[order], side="left") / max(len(values), 1)
+    return pd.DataFrame({"doc_id": np.asarray(doc_ids, dtype=object)[order], "r(d)": values[order].astype(int)
+                         if np.allclose(values, np.round(values)) else values[order], "less retrievable": below})
+
+
 def summarise_retrievability(exposure: ExposureMap, cutoff: int = 100,
                              weights: np.ndarray | None = None) -> RetrievabilitySummary:
     r = retrievability(exposure, cutoff, weights)

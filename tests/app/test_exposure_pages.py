@@ -249,3 +249,34 @@ def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
     assert any(m.value.startswith(f"{int(change['rank (MiniLM-L3 (dense, ONNX))'].notna().sum())} queries expose it")
                for m in at.markdown)
     assert any("exp_change_fig" in c.proto.id for c in at.get("plotly_chart"))
+
+
+def test_the_least_and_most_retrievable_passages_open_their_own_audit(at):
+    """The Retrievability panel lists the collection's extremes by r(d), each as the exposure map counts
+    it; selecting one offers its audit, and the page then shows that passage."""
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    at.switch_page("pages/exposure.py").run()
+    at.selectbox(key="exp_doc").set_value("d6").run()
+    assert not at.exception, at.exception
+    ranker = at.session_state["ranker_id"]
+    emap = prepare_exposure(load_collection(f"beir:{TINY_BEIR}"), ranker, ArtifactStore(),
+                            space=ranker if ranker.startswith("minilm") else None).exposure
+    n_qd = at.slider(key="exp_nqd").value
+    truth = {d: int((emap.exposing_frame(d)["rank"] <= n_qd).sum()) for d in emap.doc_ids}
+    least = next(d for d in at.dataframe if d.key == "exp_retr_least").value
+    assert list(least.columns) == ["doc_id", "r(d)", "less retrievable", "passage"]
+    assert least["r(d)"].tolist() == sorted(truth.values())[:len(least)]
+    assert all(truth[d] == r for d, r in zip(least["doc_id"], least["r(d)"]))
+    at.radio(key="exp_retr_which").set_value("most").run()
+    most = next(d for d in at.dataframe if d.key == "exp_retr_most").value
+    assert most["r(d)"].tolist() == sorted(truth.values(), reverse=True)[:len(most)]
+    row = next(i for i, d in enumerate(most["doc_id"]) if d != "d6")
+    at.session_state["exp_retr_most"] = {"selection": {"rows": [row], "columns": []}}
+    at.run()
+    other = most["doc_id"].iloc[row]
+    at.button(key="exp_retr_open").click().run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="exp_doc").value == other

@@ -227,3 +227,31 @@ def test_exposure_lists_each_exact_querys_words_in_the_passage():
     assert lines[at + 2 + min(n, 20)] == f"All {n} exposing queries share a word with the passage (as BM25 matches words)."
     row = next(x for x in lines[at + 2:] if " bank loan interest " in f" {x} ")  # d6: "Loans. a bank loan is money lent at interest"
     assert row.rstrip().endswith("loans, bank, loan, interest")
+
+
+def test_retrievability_lists_the_least_and_writes_every_passages_r(tmp_path):
+    """r(d) from the CLI equals the exposure map's own count of queries ranking each passage in their top c."""
+    import pandas as pd
+
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    out = runner.invoke(app, ["retrievability", "-c", TINY, "-r", "bm25", "--cutoff", "3", "--list", "most", "-n", "2",
+                              "-o", str(tmp_path / "r.csv"), "--json"])
+    assert out.exit_code == 0, out.output
+    tiny = load_collection(TINY)
+    emap = prepare_exposure(tiny, "bm25", ArtifactStore()).exposure
+    truth = {d: int((emap.exposing_frame(d)["rank"] <= 3).sum()) for d in tiny.passages["doc_id"]}
+    rows = [json.loads(x) for x in out.output.splitlines() if x.startswith("{")]
+    assert [r["r"] for r in rows] == sorted(truth.values(), reverse=True)[:2]
+    assert all(truth[r["doc_id"]] == r["r"] for r in rows)
+    written = pd.read_csv(tmp_path / "r.csv", dtype={"doc_id": str})
+    assert dict(zip(written["doc_id"], written["r(d)"])) == truth
+
+
+def test_retrievability_list_must_be_least_or_most(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["eqi", "retrievability", "-c", TINY, "-r", "bm25", "--list", "middle"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code != 0 and capsys.readouterr().err.strip() == "error: --list middle: expected least or most"

@@ -51,6 +51,21 @@ def test_retrievability_and_gini(emap):
         retrievability(emap, 3)
 
 
+def test_retrievability_extremes_by_hand(emap):
+    from eqi_core.exposure.audit import retrievability_extremes, summarise_retrievability
+
+    summary = summarise_retrievability(emap, 2)  # r(d) = [2, 3, 1, 2, 0] for d0..d4
+    least = retrievability_extremes(summary, emap.doc_ids, "least", 3)
+    assert least.values.tolist() == [["d4", 0, 0.0], ["d2", 1, 0.2], ["d0", 2, 0.4]]  # d0 before d3: collection order
+    most = retrievability_extremes(summary, emap.doc_ids, "most", 10)
+    assert most["doc_id"].tolist() == ["d1", "d0", "d3", "d2", "d4"] and most["less retrievable"].iloc[0] == 0.8
+    assert most["less retrievable"].tolist()[1:3] == [0.4, 0.4]  # equal r(d): the same share below
+    for row in most.itertuples(index=False):  # the Exposure page's "share below" of each passage, as in summary.of
+        assert row[2] == summary.of(emap.doc_index(row.doc_id))["share_below"]
+    with pytest.raises(DataError, match="expected 'least' or 'most'"):
+        retrievability_extremes(summary, emap.doc_ids, "middle")
+
+
 def test_algorithm1_labels(emap):
     # 2-d embeddings: queries and passages on a line, so nearest training queries are predictable
     q_emb = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.5, 0.5]], dtype=np.float32)
