@@ -275,6 +275,7 @@ else:
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
                            key="exp_gen_csv")
 
+
 def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
     """The collection's least or most retrievable passages, each one click from its own audit: where
     an auditor looks for content that no query shows (then asks which unseen queries would)."""
@@ -297,22 +298,29 @@ def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
     if rows and str(extremes["doc_id"].iloc[rows[0]]) != doc_id:
         chosen_doc = str(extremes["doc_id"].iloc[rows[0]])
         st.button(f"Audit {chosen_doc} instead", key="exp_retr_open", icon=":material/visibility:",
-                  on_click=lambda: st.session_state.update(exp_doc=chosen_doc, exp_find=""))
+                  on_click=lambda: st.session_state.update(exp_source="From the collection", exp_doc=chosen_doc, exp_find=""))
     st.download_button("r(d) of every passage (CSV)", lambda: pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values})
                        .to_csv(index=False).encode(), "retrievability.csv", "text/csv", key="exp_retr_csv")  # made when clicked
 
 
 figures = ([fig] if chosen and result.exact is not None else []) + [f for f in (patience_fig, change_fig) if f is not None]
 retr = None
-if doc_id is not None:
+if doc_id is not None or result.exact is not None:  # a pasted passage: its exact exposing queries give its r(d)
     with st.expander("Retrievability: where this passage sits among all passages"):
         weighted = "count" in collection.queries.columns  # a log with frequencies: each search counts
         summary = summarise_retrievability(setup.exposure, n_qd, collection.query_weights if weighted else None)
-        doc = setup.exposure.doc_index(doc_id)
-        retr = summary.of(doc)
-        st.caption(f"r(d) = {retr['r']} {'searches' if weighted else 'queries'} rank it within their top {n_qd}; "
-                   f"{summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
-        lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id)
+        if doc_id is not None:
+            retr = summary.of(setup.exposure.doc_index(doc_id))
+        else:
+            weights = dict(zip(collection.queries["query_id"].astype(str), collection.query_weights))
+            retr = summary.of_new(sum(weights.get(str(q), 1.0) for q in result.exact["query_id"]))
+        one = retr["r"] == 1
+        st.caption(f"r(d) = {retr['r']} {('search' if one else 'searches') if weighted else ('query' if one else 'queries')} "
+                   + (f"rank{'s' if one else ''} it within {'its' if one else 'their'} top {n_qd}" if doc_id is not None else
+                      f"would rank the pasted passage within {'its' if one else 'their'} top {n_qd} (placed among the "
+                      "collection's passages as "
+                      "they are)") + f"; {summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
+        lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id or "pasted passage")
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
         figures.append(lorenz_fig)
         retrievability_extremes_table(summary, n_qd, weighted)

@@ -65,6 +65,12 @@ class RetrievabilitySummary:
         return {"r": int(self.values[doc]), "cutoff": self.cutoff, "share_below": position_in_lorenz(self.values, doc),
                 "gini": self.gini}
 
+    def of_new(self, r: float) -> dict:
+        """``of`` for a passage outside the collection (pasted) whose exact exposing queries give it ``r``:
+        its place among the collection's passages as they are (adding it would push a few of theirs down)."""
+        return {"r": int(r) if float(r).is_integer() else float(r), "cutoff": self.cutoff,
+                "share_below": float((self.values < r).mean()) if len(self.values) else 0.0, "gini": self.gini}
+
 
 def retrievability_extremes(summary: RetrievabilitySummary, doc_ids, which: str = "least", limit: int = 20) -> pd.DataFrame:
     """The ``limit`` least (or most) retrievable passages: doc_id, r(d), and the share of passages

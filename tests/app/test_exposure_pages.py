@@ -66,6 +66,16 @@ def test_exposure_page_by_id_and_pasted(at):
     at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
     assert not at.exception
     assert "Exposing queries (exact)" in [m.label for m in at.metric]
+    # its retrievability: the queries that would show it (at n_q->d = 1, set above), among the passages as they are
+    n_exact = int(next(m.value for m in at.metric if m.label == "Exposing queries (exact)"))
+    line = next(c.value for c in at.caption if "would rank the pasted passage within" in c.value)
+    assert line.startswith(f"r(d) = {n_exact} {'query' if n_exact == 1 else 'queries'} would rank the pasted passage "
+                           f"within {'its' if n_exact == 1 else 'their'} top 1 ")
+    values = prepare_exposure(tiny, "minilm-l3-onnx", ArtifactStore()).exposure
+    lorenz = next(c for c in at.get("plotly_chart") if "exp_lorenz" in c.proto.id)
+    point = next(t for t in plotly.io.from_json(lorenz.proto.spec).data if t.name == "pasted passage")
+    r1 = np.bincount(values.d_idx[values.rank0 < 1], minlength=len(values.doc_ids))  # r(d) of every passage at c = 1
+    assert typed_array(point.x)[0] == pytest.approx((r1 < n_exact).mean())
     at.text_area(key="exp_text").set_value("x" * 100_001).run()
     assert any("at most 100,000" in e.value for e in at.error)
 

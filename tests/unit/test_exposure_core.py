@@ -62,6 +62,9 @@ def test_retrievability_extremes_by_hand(emap):
     assert most["less retrievable"].tolist()[1:3] == [0.4, 0.4]  # equal r(d): the same share below
     for row in most.itertuples(index=False):  # the Exposure page's "share below" of each passage, as in summary.of
         assert row[2] == summary.of(emap.doc_index(row.doc_id))["share_below"]
+    # a pasted passage with 2 exposing queries: d2 and d4 (r = 1, 0) are below it, d0 and d3 (2) are not
+    assert summary.of_new(2) == {"r": 2, "cutoff": 2, "share_below": 0.4, "gini": summary.gini}
+    assert summary.of_new(0)["share_below"] == 0.0 and summary.of_new(4)["share_below"] == 1.0
     with pytest.raises(DataError, match="expected 'least' or 'most'"):
         retrievability_extremes(summary, emap.doc_ids, "middle")
 
