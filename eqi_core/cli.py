@@ -237,6 +237,58 @@ def run(
 
 
 @app.command()
+def evaluate(
+    collection: str = CollectionOpt,
+    ranker: str = RankerOpt,
+    run_file: Path | None = typer.Option(None, "--run", help="score a system's TREC run over the collection's queries "
+                                         "instead of --ranker"),
+    hardest: int = typer.Option(20, "--hardest", "-n", min=0, help="list this many of the queries it fails hardest"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write every judged query's measures (CSV)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
+) -> None:
+    """One ranker over every judged query: mean nDCG@10, RR@10 and R@100, and the queries it fails
+    hardest with where their most relevant passage ranks, as the Collection page's "Where it fails"."""
+    from eqi_core.coverage.hardest import check_judged, ranker_effectiveness
+    from eqi_core.runs import read_run
+
+    store = _store()
+    c = _load(collection, store)
+    check_judged(c)  # before any indexing
+    if run_file is not None:
+        result = read_run(run_file)
+        name = run_file.name
+    else:
+        r = build_ranker(ranker, c, store, progress=tqdm_progress(f"indexing for {ranker}", "passage"))
+        result = run_all_queries(r, c, store, progress=tqdm_progress(f"searching {len(c.queries):,} queries", "query"))
+        name = ranker
+    eff = ranker_effectiveness(result, c, name)
+    for note in eff.notes:
+        typer.echo(f"note: {note}", err=True)
+    listed = eff.hardest(hardest)
+    if as_json:
+        typer.echo(json.dumps({"ranker": name, "queries": len(eff.per_query), **{f"mean_{m}": round(v, 6) for m, v in
+                                                                                  eff.means.items()},
+                               "share_ndcg10_zero": round(eff.share_failed(), 6)}))
+        for row in listed.to_dict("records"):
+            rank = row["gold rank"]
+            typer.echo(json.dumps({k.replace(" ", "_"): v for k, v in row.items() if k != "gold rank"}
+                                  | {"gold_rank": None if rank != rank else int(rank)}))
+    else:
+        means = " · ".join(f"{m} {v:.4f}" for m, v in eff.means.items())
+        typer.echo(f"# {name} on {c.name}: {len(eff.per_query):,} judged queries; mean {means}; "
+                   f"{eff.share_failed():.1%} score nDCG@10 = 0")
+        if len(listed):
+            typer.echo(f"# the {len(listed)} it fails hardest (gold rank -: not in its top {eff.depth})")
+            shown = listed.assign(**{"gold rank": ["-" if r != r else int(r) for r in listed["gold rank"]],
+                                     "query": listed["query"].str.slice(0, 60)})
+            typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if output is not None:
+        with atomic_path(output) as tmp:
+            eff.per_query.to_csv(tmp, index=False)
+        typer.echo(f"wrote {len(eff.per_query):,} queries' measures to {output}", err=True)
+
+
+@app.command()
 def tasc(
     qrels: Path | None = typer.Option(None, "--qrels", "-q", help="TREC or TSV qrels (default: the collection's)"),
     run_files: list[Path] = typer.Option([], "--run", help="a TREC run file; repeat for each ranker"),
@@ -1631,7 +1683,7 @@ def bench_tasc_cmd(
 HELP_PANELS = {  # `eqi --help` lists the commands by what they are for, as the dashboard's pages are
     "Collections and search": ("index", "search", "judgments", "run"),
     "Exposure": ("exposure", "retrievability", "exposure-map", "train-exposure", "eval-exposure", "eval-generative"),
-    "Ranker coverage": ("tasc",),
+    "Ranker coverage": ("evaluate", "tasc"),
     "Latent space: decoding and traversal": ("decode", "traverse", "eval-decoder", "train-decoder", "decoder-corpus",
                                              "decoder-lexicon"),
     "Query suggestions": ("suggest", "eval-suggestions", "rescore-suggestions", "reformulations", "train-suggester",

@@ -3,15 +3,26 @@ import hashlib
 
 import streamlit as st
 
+from eqi_core.coverage.hardest import MEASURES, ranker_effectiveness
 from eqi_core.encoders import cut_note, passages_cut
-from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
+from eqi_core.errors import DataError
+from eqi_core.figures.collection import grade_distribution, length_distributions, per_query_histogram, result_grades, word_counts
 from eqi_core.judged import comparison_line, judged_passages, judged_search, judging_queries, rank_under
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.matching import matched_spans, shared_words
-from eqi_core.rankers import DEFAULT_RANKER, ranker_spec
+from eqi_core.rankers import DEFAULT_RANKER, has_run, ranker_spec
 from pages._rankings import compare_with
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import CURATED_SUGGESTION_QUERY, CURATED_TRAVERSAL_QUERY, current_collection, current_ranker, get_store, ranker_by_id
+from pages._state import (
+    CURATED_SUGGESTION_QUERY,
+    CURATED_TRAVERSAL_QUERY,
+    current_collection,
+    current_ranker,
+    get_collection,
+    get_store,
+    live_run,
+    ranker_by_id,
+)
 from pages._text import literal, marked, matched_words_line, result_columns
 from pages._uploads import add_your_data
 from pages._url import copy_link, sync_url, url_state, within
@@ -176,6 +187,74 @@ if ranker is not None and query.strip():
         with st.expander(f"{len(judged.missed):,} judged relevant {'passage' if len(judged.missed) == 1 else 'passages'} "
                          f"not in the top {k}"):
             st.dataframe(judged.missed, hide_index=True, width="stretch")
+
+@st.cache_resource(show_spinner="Scoring every judged query...", max_entries=8)
+def _effectiveness(spec: str, ranker_id: str, _run):
+    """Keyed by collection and ranker: ``_run`` is that ranker's stored run over the collection."""
+    return ranker_effectiveness(_run, get_collection(spec), ranker_spec(ranker_id).name)
+
+
+def where_the_ranker_fails() -> None:
+    """The sidebar's ranker over every judged query: its means, their spread, and the queries it fails
+    hardest, each one click from the pages that ask what it should have been."""
+    relevant = collection.qrels[collection.qrels["relevance"] > 0]["query_id"].nunique() if len(collection.qrels) else 0
+    if ranker is None or relevant == 0:
+        return
+    name, spec = ranker_spec(ranker.id).name, st.session_state[COLLECTION_KEY]
+    st.subheader(f"Where {name} fails")
+    if not has_run(ranker.id, collection, get_store()) and st.session_state.get("_eff_asked") != (spec, ranker.id):
+        st.caption(f"Runs all {len(collection.queries):,} queries through {name} once (kept in the store), then scores "
+                   f"the {relevant:,} with a relevant judgment: nDCG@10, RR@10, R@100 and the queries it fails hardest.")
+        st.button(f"Score {name} on every judged query", key="eff_go", icon=":material/leaderboard:",
+                  on_click=lambda: st.session_state.update(_eff_asked=(spec, ranker.id)))
+        return
+    try:
+        eff = _effectiveness(spec, ranker.id, live_run(spec, ranker.id))  # the first run shows progress
+    except DataError as exc:
+        st.error(str(exc))
+        return
+    cols = st.columns(4)
+    for col, (measure, value) in zip(cols, eff.means.items()):
+        col.metric(f"mean {measure}", f"{value:.3f}")
+    cols[3].metric("queries with nDCG@10 = 0", f"{eff.share_failed():.1%}")
+    if eff.notes:
+        with st.expander(f"Notes on the scoring ({len(eff.notes)})"):
+            for note in eff.notes:
+                st.caption(note)
+    left, right = st.columns([1, 1])
+    left.plotly_chart(per_query_histogram(eff.per_query["nDCG@10"], "nDCG@10", name), key="eff_figure")
+    right.markdown("**The queries it fails hardest** (lowest nDCG@10, then RR@10, then where the gold passage ranks; "
+                   "equal ones in a fixed shuffled order). Select one for what it should have asked.")
+    wanted = right.text_input("Find a judged query", key="eff_find", placeholder="a word of the query (all queries, hardest first)")
+    listed = eff.per_query[eff.per_query["query"].str.contains(wanted.strip(), case=False, regex=False)] if wanted.strip() \
+        else eff.per_query
+    hardest = listed.head(20).reset_index(drop=True)
+    if wanted.strip():
+        right.caption(f"{len(listed):,} judged {'query contains' if len(listed) == 1 else 'queries contain'} "
+                      f"“{literal(wanted.strip())}”" + ("; the 20 hardest shown." if len(listed) > 20 else "."))
+    table_key = f"eff_hardest_{ranker.id}_{hashlib.sha1(wanted.strip().encode()).hexdigest()[:8]}"  # a new filter: unselected
+    picked = right.dataframe(hardest, hide_index=True, width="stretch", key=table_key, on_select="rerun",
+                             selection_mode="single-row", placeholder=f"> {eff.depth}", height=300,
+                             column_order=["query", *MEASURES, "gold rank", "gold passage", "query_id"],
+                             column_config={m: st.column_config.NumberColumn(format="%.3f", width=70) for m in MEASURES} | {
+                                 "gold rank": st.column_config.NumberColumn(format="%d", width=75, help=(
+                                     f"rank of the query's most relevant passage; > {eff.depth}: not in {name}'s top {eff.depth}"))})
+    rows = picked.selection.rows
+    if rows:
+        row = hardest.iloc[rows[0]]
+        links = st.container(horizontal=True)
+        links.button(f"Search “{row['query']}” above", key="eff_search", icon=":material/search:",
+                     on_click=lambda q=row["query"]: st.session_state.update(search_query=q))
+        params = {"collection": spec, "ranker": ranker.id, "query": row["query"]}
+        links.page_link("pages/latent.py", label="What should it have asked? (Latent traversal)", icon=":material/route:",
+                        query_params=params | ({"target": row["gold passage"]} if row["gold passage"] else {}))
+        links.page_link("pages/suggestions.py", label="Better queries (Query suggestions)", icon=":material/lightbulb:",
+                        query_params=params)
+    right.download_button("Every judged query (CSV)", eff.per_query.to_csv(index=False).encode(),
+                          f"per_query_{ranker.id}.csv", "text/csv", key="eff_csv")
+
+
+where_the_ranker_fails()
 
 st.subheader("Distributions")
 left, right = st.columns([2, 1])

@@ -54,3 +54,21 @@ def result_grades(results: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title_text="rank", dtick=1 if len(results) <= 20 else None)
     fig.update_yaxes(title_text="score")
     return style(fig, height=280)
+
+
+def per_query_histogram(values: pd.Series, measure: str, ranker: str) -> go.Figure:
+    """How a ranker's per-query ``measure`` is spread over the judged queries (bins of 0.1; the bar
+    at 0 is the queries with no relevant passage in the cut-off), so one mean is not read alone."""
+    import numpy as np
+
+    edges = np.linspace(0, 1, 11)
+    zero = int((values == 0).sum())
+    counts, _ = np.histogram(values[values > 0], bins=edges)
+    labels = ["0"] + [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(edges[:-1], edges[1:])]
+    share = np.concatenate([[zero], counts]) / max(len(values), 1) * 100
+    fig = go.Figure(go.Bar(x=labels, y=share, marker_color=["#E45756"] + ["#4C78A8"] * len(counts),
+                           customdata=np.concatenate([[zero], counts]),
+                           hovertemplate=f"{measure} %{{x}}: %{{customdata}} queries (%{{y:.1f}}%)<extra></extra>"))
+    fig.update_xaxes(title_text=f"{measure} per query ({len(values):,} judged queries; 0 on its own)", type="category")
+    fig.update_yaxes(title_text="queries (%)")
+    return style(fig, f"{ranker}: {measure} per query", height=320)

@@ -180,3 +180,40 @@ def test_compare_with_another_ranker_sets_the_two_top_ks_side_by_side(app):
     common = len(set(mine["doc_id"]) & set(theirs["doc_id"]))
     assert any(m.value.startswith(f"**MiniLM-L3 (dense, ONNX)'s top 10** for the same query: {common} of the top")
                and "nDCG@10" in m.value for m in app.markdown)
+
+
+def test_where_the_ranker_fails_scores_every_judged_query_and_links_the_hardest(app):
+    """The section's means and hardest queries are ranker_effectiveness of the ranker's own run; a
+    selected query links to the Latent traversal (with its gold passage) and Query suggestions pages."""
+    from eqi_core.coverage.hardest import ranker_effectiveness
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker, run_all_queries
+    from eqi_core.store import ArtifactStore
+
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
+    assert any(s.value == "Where BM25 fails" for s in app.subheader)
+    if any(b.key == "eff_go" for b in app.button):  # not scored yet in this store: one click
+        app.button(key="eff_go").click().run()
+    assert not app.exception, app.exception
+    tiny, store = load_collection(f"beir:{TINY_BEIR}"), ArtifactStore()
+    truth = ranker_effectiveness(run_all_queries(build_ranker("bm25", tiny, store), tiny, store), tiny, "BM25")
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["mean nDCG@10"] == f"{truth.means['nDCG@10']:.3f}" and metrics["mean R@100"] == f"{truth.means['R@100']:.3f}"
+    table = next(d for d in app.dataframe if (d.key or "").startswith("eff_hardest_bm25_"))
+    assert table.value["query_id"].tolist() == truth.per_query["query_id"].tolist()[:20]
+    word = truth.per_query["query"].iloc[-1].split()[0]  # the easiest query's first word: a filter keeps the order
+    app.text_input(key="eff_find").set_value(word).run()
+    table = next(d for d in app.dataframe if (d.key or "").startswith("eff_hardest_bm25_"))
+    matching = truth.per_query[truth.per_query["query"].str.contains(word, case=False, regex=False)]
+    assert table.value["query_id"].tolist() == matching["query_id"].tolist()[:20] and len(matching) < len(truth.per_query)
+    app.session_state[table.key] = {"selection": {"rows": [0], "columns": []}}
+    app.run()
+    first = matching.iloc[0]
+    links = {p.label: p for p in app.get("page_link")}
+    latent = links["What should it have asked? (Latent traversal)"]
+    assert latent.proto.page == "latent" and f"query={first['query'].replace(' ', '+')}" in latent.proto.query_string
+    assert f"target={first['gold passage']}" in latent.proto.query_string
+    assert "Better queries (Query suggestions)" in links
+    app.button(key="eff_search").click().run()
+    assert app.text_input(key="search_query").value == first["query"]

@@ -255,3 +255,40 @@ def test_retrievability_list_must_be_least_or_most(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         main()
     assert exc.value.code != 0 and capsys.readouterr().err.strip() == "error: --list middle: expected least or most"
+
+
+def test_evaluate_prints_the_means_and_the_hardest_queries():
+    from eqi_core.coverage.hardest import ranker_effectiveness
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker, run_all_queries
+    from eqi_core.store import ArtifactStore
+
+    out = runner.invoke(app, ["evaluate", "-c", TINY, "-r", "bm25", "-n", "2", "--json"])
+    assert out.exit_code == 0, out.output
+    head, *rows = [json.loads(x) for x in out.output.splitlines() if x.startswith("{")]
+    tiny, store = load_collection(TINY), ArtifactStore()
+    truth = ranker_effectiveness(run_all_queries(build_ranker("bm25", tiny, store), tiny, store), tiny)
+    assert head["queries"] == len(truth.per_query) and head["mean_nDCG@10"] == pytest.approx(truth.means["nDCG@10"], abs=1e-6)
+    assert [r["query_id"] for r in rows] == truth.per_query["query_id"].tolist()[:2]
+    assert set(rows[0]) == {"query_id", "query", "nDCG@10", "RR@10", "R@100", "gold_passage", "gold_rank"}
+
+
+def test_evaluate_a_run_file_and_a_collection_without_judgments(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "sys.trec"
+    run.write_text("q1 Q0 d1 1 2.0 sys\nq1 Q0 d4 2 1.0 sys\n")
+    out = runner.invoke(app, ["evaluate", "-c", TINY, "--run", str(run)])
+    assert out.exit_code == 0, out.output
+    assert "# sys.trec on tiny_beir: 4 judged queries" in out.output
+    assert "note: run 'sys.trec': 3 of 4 queries in Q have no results: scored 0" in out.output
+    assert out.output.splitlines()[-1].split()[-2:] == ["d1", "1"]  # q1, the easiest, last: its gold passage first
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "corpus.jsonl").write_text('{"_id": "p1", "text": "some text"}\n')
+    (bare / "queries.jsonl").write_text('{"_id": "x1", "text": "a query"}\n')
+    (bare / "qrels").mkdir()
+    (bare / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\tp1\t0\n")  # judged, not relevant
+    monkeypatch.setattr("sys.argv", ["eqi", "evaluate", "-c", f"beir:{bare}", "-r", "bm25"])
+    with pytest.raises(SystemExit):
+        main()
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "has no relevant judgments" in err and "\n" not in err

@@ -1,0 +1,86 @@
+"""One ranker over every judged query: its mean measures and the queries it fails hardest, each with
+where its most relevant passage ranks. This is where a researcher asks what a failing query should
+have been; the Latent traversal and Query suggestions pages take it from there."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from eqi_core.collection import Collection
+from eqi_core.coverage.per_query import compute_matrix
+from eqi_core.errors import DataError
+from eqi_core.runs import Run
+
+MEASURES = ("nDCG@10", "RR@10", "R@100")
+
+
+@dataclass
+class RankerEffectiveness:
+    """Per-query measures of one run, hardest query first."""
+
+    ranker: str
+    per_query: pd.DataFrame  # query_id, query, nDCG@10, RR@10, R@100, gold passage, gold rank (NaN: not in the run)
+    depth: int  # how deep the run goes: a gold passage deeper than this has no rank
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def means(self) -> dict[str, float]:
+        return {m: float(self.per_query[m].mean()) for m in MEASURES}
+
+    def share_failed(self, measure: str = "nDCG@10") -> float:
+        """Share of the judged queries that score 0: not one relevant passage in the measure's cut-off."""
+        return float((self.per_query[measure] == 0).mean()) if len(self.per_query) else 0.0
+
+    def hardest(self, n: int = 20) -> pd.DataFrame:
+        return self.per_query.head(n)
+
+
+def gold_passages(collection: Collection) -> dict[str, str]:
+    """Each judged query's most relevant passage among those with text (first by id among equals),
+    the target the Latent traversal page walks to."""
+    grades = collection.qrels[collection.qrels["relevance"] > 0]
+    grades = grades[grades["doc_id"].astype(str).isin(collection.doc_index)]
+    best = grades.sort_values(["query_id", "relevance", "doc_id"], ascending=[True, False, True], kind="stable")
+    first = best.drop_duplicates("query_id")
+    return dict(zip(first["query_id"].astype(str), first["doc_id"].astype(str)))
+
+
+def check_judged(collection: Collection) -> None:
+    """One line before any work when the collection judges no passage relevant."""
+    if collection.qrels is None or not (collection.qrels["relevance"] > 0).any():
+        raise DataError(f"collection {collection.name!r} has no relevant judgments: nothing to score a ranker on")
+
+
+def ranker_effectiveness(run: Run, collection: Collection, name: str | None = None) -> RankerEffectiveness:
+    """nDCG@10, RR@10 and R@100 (ir_measures, trec_eval's tie-break) of every judged query with a
+    relevant passage, and the rank of its gold passage in ``run``, sorted hardest first: by nDCG@10,
+    then RR@10, then the gold passage's rank (not found first), then in a fixed shuffled order (a hash
+    of the query id: the same on every run)."""
+    check_judged(collection)
+    name = name or run.name
+    notes: list[str] = []
+    columns = {}
+    for measure in MEASURES:
+        matrix = compute_matrix({name: run}, collection.qrels, measure)
+        columns[measure] = matrix.values[name]
+        notes += [n for n in matrix.notes if n not in notes]
+    frame = pd.DataFrame(columns)
+    frame.index = frame.index.astype(str)
+    gold = gold_passages(collection)
+    ranks = run.frame.astype({"query_id": str, "doc_id": str}).set_index(["query_id", "doc_id"])["rank"]
+    ranks = ranks[~ranks.index.duplicated()]
+    frame["gold passage"] = [gold.get(q) for q in frame.index]
+    frame["gold rank"] = [float(ranks.get((q, d), np.nan)) if d is not None else np.nan
+                          for q, d in zip(frame.index, frame["gold passage"])]
+    texts = collection.query_text
+    frame.insert(0, "query", [texts.get(q, "") for q in frame.index])
+    frame = frame.rename_axis("query_id").reset_index()
+    # equal failures (thousands of WordNet lemmas score 0 with the gold passage nowhere) in a fixed
+    # shuffled order, so the first rows show a spread of queries rather than ids sorted as text ("0", "1", "10")
+    shuffled = pd.util.hash_pandas_object(frame["query_id"], index=False).to_numpy()
+    order = frame.assign(_rank=frame["gold rank"].fillna(np.inf), _tie=shuffled)
+    order = order.sort_values(["nDCG@10", "RR@10", "_rank", "_tie"], ascending=[True, True, False, True], kind="stable")
+    depth = int(run.frame["rank"].max()) if len(run.frame) else 0
+    return RankerEffectiveness(name, order.drop(columns=["_rank", "_tie"]).reset_index(drop=True), depth, notes)
