@@ -12,6 +12,7 @@ from eqi_core.coverage.drilldown import (
     solved_only_table,
 )
 from eqi_core.coverage.export import tasc_latex
+from eqi_core.coverage.hardest import gold_passage
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, p_value_columns, pairwise_tests, readable_tests
 from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs, run_files_beside
@@ -226,6 +227,14 @@ drilldown = query_drilldown({r: runs[r] for r in order}, values, weights, judgme
                             collection.display_text, measure_name)  # what the report shows of this query
 st.dataframe(drilldown.metrics, width="stretch", key="cov_query_metrics",
              column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
+if texts.get(qid):  # the query's own text: the pages that ask what it should have been take it from here
+    gold = gold_passage(judgments, collection.doc_index)
+    params = {"collection": spec, "query": texts[qid]}
+    onward = st.container(horizontal=True)
+    onward.page_link("pages/latent.py", label="What should it have asked? (Latent traversal)", icon=":material/route:",
+                     query_params=params | ({"target": gold} if gold else {}))
+    onward.page_link("pages/suggestions.py", label="Better queries (Query suggestions)", icon=":material/lightbulb:",
+                     query_params=params)
 side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)  # ids and grades for the click
 opening = most_relevant_cell(side)
 picked = st.dataframe(drilldown.side, hide_index=True, width="stretch", key=f"cov_side_by_side_{qid}",

@@ -37,14 +37,18 @@ class RankerEffectiveness:
         return self.per_query.head(n)
 
 
+def gold_passage(grades: dict[str, int], known) -> str | None:
+    """The most relevant of a query's judged passages among ``known`` ones (those with text), first
+    by id among equals: the target the Latent traversal page walks to. None without one."""
+    judged = {str(d): g for d, g in grades.items() if g > 0 and str(d) in known}
+    return max(sorted(judged), key=judged.get) if judged else None
+
+
 def gold_passages(collection: Collection) -> dict[str, str]:
-    """Each judged query's most relevant passage among those with text (first by id among equals),
-    the target the Latent traversal page walks to."""
-    grades = collection.qrels[collection.qrels["relevance"] > 0]
-    grades = grades[grades["doc_id"].astype(str).isin(collection.doc_index)]
-    best = grades.sort_values(["query_id", "relevance", "doc_id"], ascending=[True, False, True], kind="stable")
-    first = best.drop_duplicates("query_id")
-    return dict(zip(first["query_id"].astype(str), first["doc_id"].astype(str)))
+    """``gold_passage`` of every judged query of ``collection`` that has one."""
+    known = set(collection.doc_index)
+    golds = {q: gold_passage(grades, known) for q, grades in collection.judgments.items()}
+    return {q: d for q, d in golds.items() if d is not None}
 
 
 def check_judged(collection: Collection) -> None:

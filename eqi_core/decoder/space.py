@@ -182,8 +182,9 @@ class LatentSpace:
 
     def gold_passage(self, query_id: str) -> str | None:
         """The query's most relevant judged passage (first by id among equals), if any."""
-        judged = {d: g for d, g in self.judgments.get(str(query_id), {}).items() if g > 0 and d in self._doc_pos}
-        return max(sorted(judged), key=judged.get) if judged else None
+        from eqi_core.coverage.hardest import gold_passage
+
+        return gold_passage(self.judgments.get(str(query_id), {}), self._doc_pos)
 
     # -- retrieval of decoded queries --------------------------------------------------------------
     def ranks(self, query_emb: np.ndarray, doc_index: int | np.ndarray) -> np.ndarray:

@@ -44,6 +44,9 @@ def test_live_rankers_on_tiny_collection(monkeypatch):
                           ":orange-background[loan] is money lent at :orange-background[interest] to be paid back later"
                for m in at.markdown)  # "Loans" too: BM25 stems it to "loan"
     assert any(c.value.startswith("Words of “bank loan interest” in it") for c in at.caption)
+    walk = next(p for p in at.get("page_link") if p.proto.label.startswith("What should it have asked?"))
+    assert walk.proto.page == "latent" and "query=bank+loan+interest" in walk.proto.query_string
+    assert "target=d6" in walk.proto.query_string  # q2's most relevant passage (grade 2)
     ranks = next(d.value for d in at.dataframe if list(d.value.columns) == ["bm25", "minilm-l3-onnx"])
     assert ranks.loc["rank"].tolist() == ["1", "1"]
     listed = next(d.value for d in at.dataframe if {"doc_id", "grade", "passage"} <= set(d.value.columns))
