@@ -1,6 +1,7 @@
 """Collection page: counts, length distributions, a passage/query browser and a live search box."""
 import hashlib
 
+import pandas as pd
 import streamlit as st
 
 from eqi_core.coverage.hardest import MEASURES, ranker_effectiveness
@@ -188,6 +189,7 @@ if ranker is not None and query.strip():
                          f"not in the top {k}"):
             st.dataframe(judged.missed, hide_index=True, width="stretch")
 
+
 @st.cache_resource(show_spinner="Scoring every judged query...", max_entries=8)
 def _effectiveness(spec: str, ranker_id: str, _run):
     """Keyed by collection and ranker: ``_run`` is that ranker's stored run over the collection."""
@@ -247,11 +249,11 @@ def where_the_ranker_fails() -> None:
                      on_click=lambda q=row["query"]: st.session_state.update(search_query=q))
         params = {"collection": spec, "ranker": ranker.id, "query": row["query"]}
         links.page_link("pages/latent.py", label="What should it have asked? (Latent traversal)", icon=":material/route:",
-                        query_params=params | ({"target": row["gold passage"]} if row["gold passage"] else {}))
+                        query_params=params | ({"target": row["gold passage"]} if pd.notna(row["gold passage"]) else {}))
         links.page_link("pages/suggestions.py", label="Better queries (Query suggestions)", icon=":material/lightbulb:",
                         query_params=params)
-    right.download_button("Every judged query (CSV)", eff.per_query.to_csv(index=False).encode(),
-                          f"per_query_{ranker.id}.csv", "text/csv", key="eff_csv")
+    right.download_button("Every judged query (CSV)", lambda: eff.per_query.to_csv(index=False).encode(),
+                          f"per_query_{ranker.id}.csv", "text/csv", key="eff_csv")  # made when clicked
 
 
 where_the_ranker_fails()
