@@ -101,3 +101,13 @@ def page_header(title: str, caption: str, url_spec: dict):
     head.title(title)
     st.caption(caption)
     return link
+
+
+def link_onward(where, page: str, label: str, icon: str, **params) -> None:
+    """A link to another page on the same collection and ranker, opening on ``params`` (those that
+    are not None): how one page hands its passage or query on to the page that asks the next question."""
+    from eqi_core.rankers import DEFAULT_RANKER
+    from pages._sidebar import COLLECTION_KEY, RANKER_KEY
+
+    base = {"collection": st.session_state[COLLECTION_KEY], "ranker": st.session_state.get(RANKER_KEY, DEFAULT_RANKER)}
+    where.page_link(page, label=label, icon=icon, query_params=base | {k: str(v) for k, v in params.items() if v is not None})

@@ -26,7 +26,7 @@ from pages._state import (
 )
 from pages._text import literal, marked, matched_words_line, result_columns
 from pages._uploads import add_your_data
-from pages._url import copy_link, sync_url, url_state, within
+from pages._url import copy_link, link_onward, sync_url, url_state, within
 
 sidebar()
 collection = current_collection()
@@ -117,9 +117,7 @@ def passage_detail(doc: str, key: str, query: str | None = None) -> None:
         st.markdown(marked(whole, matched_spans(query, whole)))
     if len(judging):
         st.dataframe(judging, hide_index=True, width="stretch", key=f"{key}_judging")
-    st.page_link("pages/exposure.py", label="Which logged queries expose it? (Exposure)", icon=":material/visibility:",
-                 query_params={"collection": st.session_state[COLLECTION_KEY], "passage": doc,
-                               "ranker": st.session_state.get(RANKER_KEY, DEFAULT_RANKER)})
+    link_onward(st, "pages/exposure.py", "Which logged queries expose it? (Exposure)", ":material/visibility:", passage=doc)
 
 
 def beside_columns(results) -> list[str]:
@@ -247,11 +245,10 @@ def where_the_ranker_fails() -> None:
         links = st.container(horizontal=True)
         links.button(f"Search “{row['query']}” above", key="eff_search", icon=":material/search:",
                      on_click=lambda q=row["query"]: st.session_state.update(search_query=q))
-        params = {"collection": spec, "ranker": ranker.id, "query": row["query"]}
-        links.page_link("pages/latent.py", label="What should it have asked? (Latent traversal)", icon=":material/route:",
-                        query_params=params | ({"target": row["gold passage"]} if pd.notna(row["gold passage"]) else {}))
-        links.page_link("pages/suggestions.py", label="Better queries (Query suggestions)", icon=":material/lightbulb:",
-                        query_params=params)
+        gold = row["gold passage"] if pd.notna(row["gold passage"]) else None
+        link_onward(links, "pages/latent.py", "What should it have asked? (Latent traversal)", ":material/route:",
+                    query=row["query"], target=gold)
+        link_onward(links, "pages/suggestions.py", "Better queries (Query suggestions)", ":material/lightbulb:", query=row["query"])
     right.download_button("Every judged query (CSV)", lambda: eff.per_query.to_csv(index=False).encode(),
                           f"per_query_{ranker.id}.csv", "text/csv", key="eff_csv")  # made when clicked
 

@@ -28,7 +28,7 @@ from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, live_run
 from pages._text import literal, marked, matched_words_line
-from pages._url import as_list, copy_link, page_header, sync_url
+from pages._url import as_list, copy_link, link_onward, page_header, sync_url
 
 MEASURES = ["nDCG@10", "RR@10", "R@100", "AP@100", "P@10", "RBP(rel=1)@10"]
 
@@ -228,13 +228,10 @@ drilldown = query_drilldown({r: runs[r] for r in order}, values, weights, judgme
 st.dataframe(drilldown.metrics, width="stretch", key="cov_query_metrics",
              column_config={measure_name: st.column_config.NumberColumn(format="%.4f")})  # 1.0000 beside 0.0663
 if texts.get(qid):  # the query's own text: the pages that ask what it should have been take it from here
-    gold = gold_passage(judgments, collection.doc_index)
-    params = {"collection": spec, "query": texts[qid]}
     onward = st.container(horizontal=True)
-    onward.page_link("pages/latent.py", label="What should it have asked? (Latent traversal)", icon=":material/route:",
-                     query_params=params | ({"target": gold} if gold else {}))
-    onward.page_link("pages/suggestions.py", label="Better queries (Query suggestions)", icon=":material/lightbulb:",
-                     query_params=params)
+    link_onward(onward, "pages/latent.py", "What should it have asked? (Latent traversal)", ":material/route:",
+                query=texts[qid], target=gold_passage(judgments, collection.doc_index))
+    link_onward(onward, "pages/suggestions.py", "Better queries (Query suggestions)", ":material/lightbulb:", query=texts[qid])
 side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)  # ids and grades for the click
 opening = most_relevant_cell(side)
 picked = st.dataframe(drilldown.side, hide_index=True, width="stretch", key=f"cov_side_by_side_{qid}",

@@ -19,7 +19,7 @@ from pages._rankings import SOURCE_KEY, apply_pending_upload, compare_with, rank
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._text import literal, matched_words_line, result_columns
-from pages._url import copy_link, incoming, page_header, sync_url, within
+from pages._url import copy_link, incoming, link_onward, page_header, sync_url, within
 
 DEFAULT_PASSAGE = {"wordnet": "08420278-n"}  # "a financial institution that accepts deposits..."
 
@@ -204,6 +204,9 @@ if result.lists or result.exact is not None:
         passage_text = text if doc_id is None else collection.display_text(doc_id) or ""
         st.caption(matched_words_line(str(chosen_query["query"]), shared_words(str(chosen_query["query"]), passage_text),
                                       "this passage" if doc_id is not None else "the pasted passage"))
+        if doc_id is not None:  # how the query would have to change to show the passage first
+            link_onward(st, "pages/latent.py", f"Walk from “{chosen_query['query']}” to this passage (Latent traversal)",
+                        ":material/route:", query=chosen_query["query"], target=doc_id)
     else:
         st.caption("Select a query in any list above to see what it shows, down to this passage.")
 

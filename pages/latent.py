@@ -22,7 +22,7 @@ from pages._state import (
     warn_about_language,
 )
 from pages._text import literal, result_columns
-from pages._url import copy_link, page_header, sync_url
+from pages._url import copy_link, link_onward, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
                   "nearest-query": "nearest logged query (baseline)", "word-edit search": "word-edit search (baseline)"}
@@ -82,6 +82,9 @@ if st.session_state.get("lat_target") not in options:
 target = c2.selectbox("Target passage", options, key="lat_target",
                       format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {readable(texts.get(d, '(not in the collection)'))[:80]}")
 st.markdown(f"> **Target** {literal(target)}: {literal(readable(texts.get(target, '')))}")
+if target in texts:
+    link_onward(st, "pages/exposure.py", "Which logged queries expose the target? (Exposure)", ":material/visibility:",
+                passage=target)
 
 p1, p2, p3, p4 = st.columns([2, 2, 3, 2])
 steps = p1.slider("Steps K", 1, 20, key="lat_steps", help="q_k = q + (k/K)(d - q); the paper used up to 20")

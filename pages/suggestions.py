@@ -24,7 +24,7 @@ from pages._state import (
     warn_about_language,
 )
 from pages._text import literal, result_columns
-from pages._url import copy_link, page_header, sync_url
+from pages._url import copy_link, link_onward, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
                  "all": "both suggesters + 3 baselines (RM3, Sampling+QD, feedback walks)"}
@@ -115,6 +115,8 @@ if judged:
                    icon=":material/lightbulb:")
     else:
         st.info(f"No suggestion ranks the gold passage {literal(gold)} first.", icon=":material/info:")
+    link_onward(st, "pages/latent.py", "Walk from the query to its gold passage (Latent traversal, the oracle)",
+                ":material/route:", query=query, target=gold)
 else:
     st.caption("This query has no judgments in the collection: suggestions are shown without nDCG@10.")
 

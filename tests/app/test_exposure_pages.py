@@ -210,6 +210,9 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
     assert any(c.value.startswith("Words of “bank loan interest” in this passage") and c.value.endswith(
         ": :orange-background[loans], :orange-background[bank], :orange-background[loan], :orange-background[interest]")
         for c in at.caption)
+    walk = next(p for p in at.get("page_link") if p.proto.label.startswith("Walk from “bank loan interest” to this passage"))
+    assert walk.proto.page == "latent" and "query=bank+loan+interest" in walk.proto.query_string
+    assert "target=d6" in walk.proto.query_string
     # a query an approximate method lists (shown, or not, by the passage): what it shows, by the same ranker
     at.session_state["exp_exact"] = {"selection": {"rows": [], "columns": []}}
     at.session_state["exp_list_BM25-reverse"] = {"selection": {"rows": [0], "columns": []}}

@@ -23,6 +23,9 @@ def test_traversal_from_a_logged_query_to_its_gold_passage(app):
     assert any("natural-language decoder" in c.value for c in at.caption)  # which decoder model, and why
     assert not any("word list" in w.value for w in at.warning)  # an English collection: no language warning
     assert at.selectbox(key="lat_target").value == "d1"  # the query's gold passage by default
+    onward = next(p for p in at.get("page_link") if p.proto.label.startswith("Which logged queries expose the target?"))
+    assert onward.proto.page == "exposure" and "passage=d1" in onward.proto.query_string
+    assert "ranker=minilm-l3-onnx" in onward.proto.query_string  # the sidebar's ranker, as the link came in
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Steps decoded"]) == 5
     assert int(metrics["Best rank of a reformulation"]) >= 1

@@ -44,6 +44,8 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["nDCG@10 of the query"]) == pytest.approx(table["nDCG@10"].iloc[0], abs=5e-4)
     assert at.success or at.info  # which suggestions reach the gold passage
+    oracle = next(p for p in at.get("page_link") if p.proto.label.startswith("Walk from the query to its gold passage"))
+    assert oracle.proto.page == "latent" and "target=d1" in oracle.proto.query_string  # "river bank"'s gold passage
     top = at.dataframe[1].value  # the original query's top 10 until a row is picked
     assert len(top) == 10
 
