@@ -23,3 +23,29 @@ def test_search_bank_in_real_browser(dashboard, page):
     path = screenshot_path("collection.png")
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 20_000
+
+
+def test_where_the_ranker_fails_in_real_browser(dashboard, page):
+    """The Collection page scores the sidebar's ranker on every judged query (one click on a store that
+    has no run yet) and lists the queries it fails hardest; a screenshot for the README."""
+    from tests.browser.conftest import wait_until_idle
+
+    page.goto(dashboard, wait_until="domcontentloaded")
+    heading = page.get_by_role("heading", name="Where BM25 fails")
+    heading.wait_for(timeout=180_000)
+    wait_until_idle(page)
+    button = page.get_by_role("button", name="Score BM25 on every judged query")
+    if button.count():
+        button.click()
+    mean = page.get_by_text("mean nDCG@10", exact=True)
+    mean.wait_for(timeout=180_000)
+    wait_until_idle(page)
+    section = page.get_by_text("The queries it fails hardest", exact=False)
+    assert section.count() == 1
+    assert page.get_by_text("0.273", exact=True).count() >= 1  # WordNet, BM25: the README's mean nDCG@10
+    heading.scroll_into_view_if_needed()
+    page.wait_for_timeout(1500)  # plotly draws the histogram
+    box = heading.bounding_box()
+    path = screenshot_path("where-it-fails.png")
+    page.screenshot(path=str(path), clip={"x": 280, "y": box["y"] - 20, "width": 1120, "height": 760})
+    assert path.stat().st_size > 20_000
