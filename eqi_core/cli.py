@@ -557,6 +557,8 @@ def retrievability_command(
     run_file: Path | None = RunFileOpt,
     output: Path | None = typer.Option(None, "--output", "-o", help="also write r(d) of every passage here (CSV)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
+    compare: str | None = typer.Option(None, "--compare", help="also this ranker's Gini and never-retrieved share "
+                                       "(e.g. minilm-l6): which of the two spreads exposure more evenly"),
 ) -> None:
     """Retrievability r(d) of every passage: its inequality (Gini), the passages no query retrieves,
     and the least or most retrievable ones, as the Exposure page's Retrievability panel lists them."""
@@ -582,7 +584,12 @@ def retrievability_command(
                    f"{len(c.queries):,} {'searches (weighted by count)' if weighted else 'queries'}; Gini "
                    f"{summary.gini:.3f}; {never:,} of {len(summary.values):,} passages ({summary.never_retrieved:.1%}) "
                    "are in no query's top c")
-        if which == "least" and never > len(extremes):
+        if compare is not None:
+            other = summarise_retrievability(_exposure_setup(collection, compare, 100).exposure, cutoff,
+                                             c.query_weights if weighted else None)
+            typer.echo(f"# {compare}: Gini {other.gini:.3f}; {int((other.values == 0).sum()):,} passages "
+                       f"({other.never_retrieved:.1%}) are in no query's top c")
+        if which == "least" and never > len(extremes) > 0:
             typer.echo(f"# the {len(extremes)} least retrievable listed: the first of those {never:,} in the collection's order")
         for row, text in zip(extremes.itertuples(index=False), texts):
             typer.echo(f"{row.doc_id:>14}  r(d) {row[1]:>6}  {row[2]:6.1%} less  {text[:80]}")

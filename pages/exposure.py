@@ -9,7 +9,7 @@ from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change, passage_exposure, patience_grids
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
-from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, lorenz_curve, relq_heatmaps
+from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, lorenz_comparison, lorenz_curve, relq_heatmaps
 from eqi_core.matching import shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
@@ -211,7 +211,7 @@ if result.lists or result.exact is not None:
         st.caption("Select a query in any list above to see what it shows, down to this passage.")
 
 # -- under another ranker ------------------------------------------------------------------------------------
-change_fig, change, change_line = None, None, ""
+change_fig, change, change_line, other_setup, other_exact = None, None, "", None, None
 st.subheader("Under another ranker")
 st.caption("Who keeps, gains and loses sight of this passage when the ranking changes: its exact exposing queries "
            f"under {ranker_spec(rankings).name} and under another ranker, side by side (top {n_qd} of each query).")
@@ -312,10 +312,10 @@ if doc_id is not None or result.exact is not None:  # a pasted passage: its exac
     with st.expander("Retrievability: where this passage sits among all passages"):
         weighted = "count" in collection.queries.columns  # a log with frequencies: each search counts
         summary = summarise_retrievability(setup.exposure, n_qd, collection.query_weights if weighted else None)
+        weights = dict(zip(collection.queries["query_id"].astype(str), collection.query_weights))
         if doc_id is not None:
             retr = summary.of(setup.exposure.doc_index(doc_id))
         else:
-            weights = dict(zip(collection.queries["query_id"].astype(str), collection.query_weights))
             retr = summary.of_new(sum(weights.get(str(q), 1.0) for q in result.exact["query_id"]))
         one = retr["r"] == 1
         st.caption(f"r(d) = {retr['r']} {('search' if one else 'searches') if weighted else ('query' if one else 'queries')} "
@@ -323,7 +323,19 @@ if doc_id is not None or result.exact is not None:  # a pasted passage: its exac
                       f"would rank the pasted passage within {'its' if one else 'their'} top {n_qd} (placed among the "
                       "collection's passages as "
                       "they are)") + f"; {summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
-        lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id or "pasted passage")
+        if other_setup is not None:  # "Under another ranker" is open: the same under it, on one chart
+            other_summary = summarise_retrievability(other_setup.exposure, n_qd, collection.query_weights if weighted else None)
+            other_retr = (other_summary.of(other_setup.exposure.doc_index(doc_id)) if doc_id is not None else
+                          other_summary.of_new(sum(weights.get(str(q), 1.0) for q in other_exact["query_id"])))
+            st.caption(f"Under {ranker_spec(other).name}: r(d) = {other_retr['r']}, "
+                       f"{other_retr['share_below']:.1%} of passages less retrievable (under {ranker_spec(rankings).name}: "
+                       f"{retr['share_below']:.1%}); {other_summary.never_retrieved:.1%} never retrieved; Gini "
+                       f"{other_summary.gini:.3f} against {summary.gini:.3f}.")
+            lorenz_fig = lorenz_comparison({rankings: (summary.curve, summary.gini, retr["share_below"]),
+                                            other: (other_summary.curve, other_summary.gini, other_retr["share_below"])},
+                                           doc_id or "the pasted passage")
+        else:
+            lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id or "pasted passage")
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
         figures.append(lorenz_fig)
         retrievability_extremes_table(summary, n_qd, weighted)

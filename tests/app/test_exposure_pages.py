@@ -262,6 +262,15 @@ def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
     assert any(m.value.startswith(f"{int(change['rank (MiniLM-L3 (dense, ONNX))'].notna().sum())} queries expose it")
                for m in at.markdown)
     assert any("exp_change_fig" in c.proto.id for c in at.get("plotly_chart"))
+    # retrievability under both rankers on one Lorenz chart: d1's r(d) under BM25 is its exposing queries' count
+    import plotly.io
+
+    bm25_map = prepare_exposure(tiny, "bm25", ArtifactStore()).exposure
+    r_bm25 = len(bm25_map.exposing_frame("d1"))  # n_q->d = 100, the map's depth
+    assert any(c.value.startswith(f"Under BM25: r(d) = {r_bm25}, ") for c in at.caption)
+    lorenz = next(c for c in at.get("plotly_chart") if "exp_lorenz" in c.proto.id)
+    names = [t.name for t in plotly.io.from_json(lorenz.proto.spec).data if t.showlegend is not False]
+    assert names[0] == "equality" and [n.split(" (Gini")[0] for n in names[1:]] == ["minilm-l3-onnx", "bm25"]
 
 
 def test_the_least_and_most_retrievable_passages_open_their_own_audit(at):

@@ -292,3 +292,17 @@ def test_evaluate_a_run_file_and_a_collection_without_judgments(tmp_path, monkey
         main()
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "has no relevant judgments" in err and "\n" not in err
+
+
+def test_retrievability_compare_prints_the_other_rankers_gini():
+    from eqi_core.exposure.audit import summarise_retrievability
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    out = runner.invoke(app, ["retrievability", "-c", TINY, "-r", "bm25", "--compare", "minilm-l3-onnx", "-n", "0"])
+    assert out.exit_code == 0, out.output
+    tiny = load_collection(TINY)
+    other = summarise_retrievability(prepare_exposure(tiny, "minilm-l3-onnx", ArtifactStore(), space="minilm-l3-onnx").exposure)
+    assert f"# minilm-l3-onnx: Gini {other.gini:.3f}; " in out.output
+    assert "least retrievable listed" not in out.output  # -n 0 lists none

@@ -40,3 +40,17 @@ def test_many_legend_entries_go_beside_the_plot_not_over_it():
     assert many.layout.legend.orientation == "v" and many.layout.legend.x > 1  # 11 entries: a column to the right
     few = trait_curves(frame[frame["series"].isin(series[:3])], "length")
     assert few.layout.legend.orientation == "h" and few.layout.legend.y > 1  # 3 entries: one row above
+
+
+def test_lorenz_comparison_one_curve_and_point_per_ranker():
+    from eqi_core.figures.exposure import lorenz_comparison
+    from eqi_core.figures.theme import ranker_colours
+
+    curve = pd.DataFrame({"passages": [0.0, 0.5, 1.0], "retrievability": [0.0, 0.25, 1.0]})
+    even = pd.DataFrame({"passages": [0.0, 0.5, 1.0], "retrievability": [0.0, 0.5, 1.0]})
+    fig = lorenz_comparison({"bm25": (curve, 0.25, 0.5), "minilm-l6": (even, 0.0, None)}, "d1")
+    names = [t.name for t in fig.data if t.showlegend is not False]
+    assert names == ["equality", "bm25 (Gini 0.250)", "minilm-l6 (Gini 0.000)"]
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert len(points) == 1 and points[0].x == (0.5,) and points[0].y == (0.25,)  # on bm25's curve at x = 0.5
+    assert points[0].marker.color == ranker_colours(["bm25", "minilm-l6"])["bm25"] == fig.data[1].line.color
