@@ -504,12 +504,14 @@ def exposure(
             typer.echo(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
             typer.echo(grid.rename(index="{:g}".format, columns="{:g}".format).to_string(float_format="{:.3f}".format))
     this = ranker if run_file is None else run_file.name  # a log's file name (bm25.trec) is never a ranker id (bm25)
-    change = line = None
+    change = line = other_setup = other_exact = None
     if compare is not None:
-        change, line = _print_exposure_change(pe, this, compare, collection, n_qd, scheduler, passage, text)
+        change, line, other_setup, other_exact = _print_exposure_change(pe, this, compare, collection, n_qd, scheduler,
+                                                                        passage, text)
     if report is not None:
         _write_exposure_report(report, pe, setup, this, compare, change, line, spec,
-                               {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq})
+                               {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq},
+                               other_setup, other_exact)
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure
@@ -526,7 +528,7 @@ def exposure(
 def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int, scheduler: str | None,
                            passage: str | None, text: str | None):
     """``eqi exposure --compare``: the passage's exact exposing queries under another ranker beside this
-    one's; returns the table and its summary line (for --report)."""
+    one's; returns the table, its summary line, and the other ranking's setup and exact list (for --report)."""
     from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change
 
     if pe.exact is None:
@@ -543,7 +545,7 @@ def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int
     typer.echo(f"## compared with {other}: {line}")
     if len(change):
         typer.echo(change.astype(object).where(change.notna(), "-").to_string(index=False))  # "-": not in its top n_q->d
-    return change, line
+    return change, line, setup, exact
 
 
 @app.command("retrievability")
@@ -600,10 +602,11 @@ def retrievability_command(
 
 
 def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, change, line: str | None, spec,
-                           settings: dict) -> None:
+                           settings: dict, other_setup=None, other_exact=None) -> None:
     """``eqi exposure --report``: the Exposure page's audit report, written whole or not at all."""
+    from eqi_core.exposure.audit import passage_retrievability
     from eqi_core.exposure.lookup import patience_grids
-    from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps
+    from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
     from eqi_core.reports import exposure_report
     from eqi_core.store import atomic_write
 
@@ -617,10 +620,18 @@ def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, 
                                      mark=(settings["gamma_q->d"], settings["gamma_d->q"])))
     if change is not None:
         figures.append(exposure_change_scatter(change, this, other, pe.n_qd))
+    retr = None
+    if pe.doc_id is not None or pe.exact is not None:  # where it sits among all passages, as on the page
+        c = setup.collection
+        weights = c.query_weights if "count" in c.queries.columns else None
+        places = {r: passage_retrievability(s.exposure, pe.n_qd, weights, pe.doc_id, () if pe.doc_id else exact["query_id"])
+                  for r, s, exact in ((this, setup, pe.exact), (other, other_setup, other_exact)) if s is not None}
+        retr = places[this][1]
+        figures.append(retrievability_chart(places, pe.doc_id or "the pasted passage"))
     meta = {"collection": setup.collection.name, "collection fingerprint": setup.collection.fingerprint,
             "ranker": this, "passage": pe.doc_id or "(pasted text)", **settings, "methods": ", ".join(pe.lists),
             **({"compared with": other} if other else {})}
-    atomic_write(path, exposure_report(pe, meta, figures, change=change, change_line=line or "").encode("utf-8"))
+    atomic_write(path, exposure_report(pe, meta, figures, retr, change=change, change_line=line or "").encode("utf-8"))
     typer.echo(f"wrote the audit report to {path}")
 
 

@@ -4,12 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
-from eqi_core.exposure.audit import retrievability_extremes, summarise_retrievability
+from eqi_core.exposure.audit import passage_retrievability, retrievability_extremes
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change, passage_exposure, patience_grids
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
-from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, lorenz_comparison, lorenz_curve, relq_heatmaps
+from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
 from eqi_core.matching import shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
@@ -311,12 +311,9 @@ retr = None
 if doc_id is not None or result.exact is not None:  # a pasted passage: its exact exposing queries give its r(d)
     with st.expander("Retrievability: where this passage sits among all passages"):
         weighted = "count" in collection.queries.columns  # a log with frequencies: each search counts
-        summary = summarise_retrievability(setup.exposure, n_qd, collection.query_weights if weighted else None)
-        weights = dict(zip(collection.queries["query_id"].astype(str), collection.query_weights))
-        if doc_id is not None:
-            retr = summary.of(setup.exposure.doc_index(doc_id))
-        else:
-            retr = summary.of_new(sum(weights.get(str(q), 1.0) for q in result.exact["query_id"]))
+        weights = collection.query_weights if weighted else None
+        summary, retr = passage_retrievability(setup.exposure, n_qd, weights, doc_id,
+                                               result.exact["query_id"] if doc_id is None else ())
         one = retr["r"] == 1
         st.caption(f"r(d) = {retr['r']} {('search' if one else 'searches') if weighted else ('query' if one else 'queries')} "
                    + (f"rank{'s' if one else ''} it within {'its' if one else 'their'} top {n_qd}" if doc_id is not None else
@@ -324,18 +321,16 @@ if doc_id is not None or result.exact is not None:  # a pasted passage: its exac
                       "collection's passages as "
                       "they are)") + f"; {summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
         if other_setup is not None:  # "Under another ranker" is open: the same under it, on one chart
-            other_summary = summarise_retrievability(other_setup.exposure, n_qd, collection.query_weights if weighted else None)
-            other_retr = (other_summary.of(other_setup.exposure.doc_index(doc_id)) if doc_id is not None else
-                          other_summary.of_new(sum(weights.get(str(q), 1.0) for q in other_exact["query_id"])))
+            other_summary, other_retr = passage_retrievability(other_setup.exposure, n_qd, weights, doc_id,
+                                                               other_exact["query_id"] if doc_id is None else ())
             st.caption(f"Under {ranker_spec(other).name}: r(d) = {other_retr['r']}, "
                        f"{other_retr['share_below']:.1%} of passages less retrievable (under {ranker_spec(rankings).name}: "
                        f"{retr['share_below']:.1%}); {other_summary.never_retrieved:.1%} never retrieved; Gini "
                        f"{other_summary.gini:.3f} against {summary.gini:.3f}.")
-            lorenz_fig = lorenz_comparison({rankings: (summary.curve, summary.gini, retr["share_below"]),
-                                            other: (other_summary.curve, other_summary.gini, other_retr["share_below"])},
-                                           doc_id or "the pasted passage")
+            lorenz_fig = retrievability_chart({rankings: (summary, retr), other: (other_summary, other_retr)},
+                                              doc_id or "the pasted passage")
         else:
-            lorenz_fig = lorenz_curve(summary.curve, summary.gini, retr["share_below"], doc_id or "pasted passage")
+            lorenz_fig = retrievability_chart({rankings: (summary, retr)}, doc_id or "pasted passage")
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
         figures.append(lorenz_fig)
         retrievability_extremes_table(summary, n_qd, weighted)

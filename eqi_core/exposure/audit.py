@@ -92,6 +92,19 @@ def summarise_retrievability(exposure: ExposureMap, cutoff: int = 100,
     return RetrievabilitySummary(r, cutoff, gini(r), float((r == 0).mean()) if len(r) else 0.0, lorenz(r))
 
 
+def passage_retrievability(exposure: ExposureMap, cutoff: int, weights: np.ndarray | None = None, doc_id: str | None = None,
+                           exposing=()) -> tuple[RetrievabilitySummary, dict]:
+    """The collection's retrievability at ``cutoff`` and one passage's place in it (the Exposure page,
+    its report, ``eqi exposure --report``): a passage of the map by ``doc_id``, or a pasted one by the
+    ids of the logged queries that would show it in their top ``cutoff`` (``exposing``), each counted
+    by its weight where the log has counts."""
+    summary = summarise_retrievability(exposure, cutoff, weights)
+    if doc_id is not None:
+        return summary, summary.of(exposure.doc_index(doc_id))
+    weight_of = dict(zip(exposure.query_ids.astype(str), weights)) if weights is not None else {}
+    return summary, summary.of_new(sum(weight_of.get(str(q), 1.0) for q in exposing))
+
+
 def rank_size(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray]) -> pd.DataFrame:
     """Per method: number of (truly) exposing queries per passage, sorted descending (paper Figure 4)."""
     rows = []

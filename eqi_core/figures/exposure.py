@@ -166,6 +166,16 @@ def lorenz_comparison(curves: dict[str, tuple[pd.DataFrame, float, float | None]
     return style(fig, "Retrievability inequality by ranker (Lorenz curves)")
 
 
+def retrievability_chart(rankings: dict[str, tuple], label: str) -> go.Figure:
+    """The passage on the Lorenz curve of one ranking, or of two on one chart (``{ranker id: (summary,
+    place)}``, each from ``passage_retrievability``): the page, its report and ``eqi exposure --report``."""
+    if len(rankings) == 1:
+        (summary, place), = rankings.values()
+        return lorenz_curve(summary.curve, summary.gini, place["share_below"], label)
+    return lorenz_comparison({name: (summary.curve, summary.gini, place["share_below"])
+                              for name, (summary, place) in rankings.items()}, label)
+
+
 def trait_curves(frame: pd.DataFrame, trait: str) -> go.Figure:
     """Figure 3: P(exposing) and P(retrieved by a method) per query group."""
     fig = go.Figure()

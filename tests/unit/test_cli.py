@@ -212,8 +212,16 @@ def test_exposure_report_is_the_pages_audit_report_with_the_comparison(tmp_path)
     line = next(x for x in result.output.splitlines() if x.startswith("## compared with minilm-l3-onnx: "))
     assert "<h1>Exposure audit report</h1>" in page and "<h2>Under another ranker</h2>" in page
     assert line.split(": ", 1)[1] in page  # the same summary as printed
-    assert page.count("plotly-graph-div") >= 3  # exposure bars, patience heatmaps, rank-against-rank scatter
+    assert page.count("plotly-graph-div") >= 4  # exposure bars, patience heatmaps, rank-against-rank scatter, Lorenz
     assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # nothing half-written beside it
+    # where it sits among all passages, as the page says: d1's r(d) under BM25 at n_q->d = 100, and both Lorenz curves
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    r = len(prepare_exposure(load_collection(TINY), "bm25", ArtifactStore()).exposure.exposing_frame("d1"))
+    assert f"Retrievability r(d) = {r} at cutoff 100;" in page
+    assert "Retrievability inequality by ranker (Lorenz curves)" in page and "minilm-l3-onnx (Gini " in page
 
 
 def test_exposure_lists_each_exact_querys_words_in_the_passage():
