@@ -10,6 +10,25 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+
+
+def _runner_wrappers_leave_their_buffers_open() -> None:
+    """typer's CliRunner (0.29) wraps its capture buffers in a TextIOWrapper whose garbage collection
+    closes them: when sys.stdout is displaced during an invoke, the runner's own ``getvalue()`` fails with
+    "I/O operation on closed file" (pallets/click#824; click 8.3.2 made the wrapper's close a no-op,
+    typer's copy of it did not). Seen in 2 of about 20 local runs of the Latent traversal AppTests
+    followed by ``test_cli.py``'s --help tests, in no fresh-clone run; what displaced sys.stdout was not found."""
+    import io
+
+    import typer.testing
+
+    wrapper = getattr(typer.testing, "_NamedTextIOWrapper", None)
+    if wrapper is not None and wrapper.close is io.TextIOWrapper.close:
+        wrapper.close = lambda self: None
+
+
+_runner_wrappers_leave_their_buffers_open()
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TINY_BEIR = FIXTURES / "tiny_beir"
