@@ -156,10 +156,10 @@ if other is not None:
 # -- steps table, then the map and the per-step chart -------------------------------------------------------
 # the table takes the page's width: in a half-width column the decoded text, its source and the ranks fell
 # past the table's edge behind a horizontal scroll
-columns = ["step", "original", "decoded", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]
+columns = ["step", "original", "decoded", "target_words", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]
 shown = frame[columns + ([f"ndcg10_{other.id}", f"gold_rank_{other.id}"] if other is not None else [])].rename(
-    columns={"original": "repeats query", "target_rank": "target rank", "ndcg10": "nDCG@10", "cos_query": "cos(q)",
-             "cos_target": "cos(d)"})
+    columns={"original": "repeats query", "target_words": "words from target", "target_rank": "target rank",
+             "ndcg10": "nDCG@10", "cos_query": "cos(q)", "cos_target": "cos(d)"})
 narrow = other is not None  # two more columns: the text columns give way so that all stay in view
 if other is not None:
     shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(shown[f"gold_rank_{other.id}"])}).rename(
@@ -172,6 +172,10 @@ picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode=
                                          width=80 if narrow else 105,
                                          help="this step decodes to the original query: not a reformulation"),
                                      "decoded": st.column_config.TextColumn(width=170 if narrow else 280),
+                                     "words from target": st.column_config.TextColumn(
+                                         width=110 if narrow else 140,
+                                         help="the step's words that the target passage holds, as BM25 matches them "
+                                              "(stems, stop words left out): a step may near the target by copying it"),
                                      "source": st.column_config.TextColumn(
                                          width=110 if narrow else 185,
                                          help="decoded, corrected (re-ranked by the encoder) or looked up from the log"),

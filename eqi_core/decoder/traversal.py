@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.decoder.base import DecoderError, QueryDecoder, words
+from eqi_core.matching import shared_words
 from eqi_core.progress import ProgressFn
 
 MAX_STEPS = 50
@@ -50,7 +51,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @dataclass
 class Traversal:
     """One walk. ``steps``: step, fraction, decoded, source (decoded / corrected / looked up),
-    original (the text is the query itself), target_rank, ndcg10, cos_query, cos_target, cos_point.
+    original (the text is the query itself), target_words (its words the target passage holds, as BM25 matches
+    them), target_rank, ndcg10, cos_query, cos_target, cos_point.
     ``points``: the interpolated embeddings; ``decoded_emb``: re-encoded decodings."""
 
     query: str
@@ -129,12 +131,14 @@ def traverse(space, query: str, target_id: str, steps: int = 10, mode: str = "li
                     progress(len(points), len(points))
                 break
     emb = np.concatenate(encoded) if encoded else space.encode(texts)
+    target_text = space.collection.display_text(str(target_id)) or ""  # a step that copies the target's words says so
     frame = pd.DataFrame({
         "step": np.arange(len(texts)),
         "fraction": np.arange(len(texts)) / steps,
         "decoded": texts,
         "source": sources,
         "original": [" ".join(words(t)) == own for t in texts],
+        "target_words": [", ".join(shared_words(target_text, t)) for t in texts],  # the step's own words
         "target_rank": space.ranks(emb, target_index),
         "ndcg10": space.ndcg10(emb, [qrels] * len(texts)),
         "cos_query": np.atleast_1d(cosine(emb, q)),

@@ -34,6 +34,8 @@ def test_traversal_from_a_logged_query_to_its_gold_passage(app):
     assert ("already ranks the target first" in said) == (int(metrics["Target rank for the query as typed"]) == 1)
     steps = at.dataframe[0].value
     assert list(steps["step"]) == [0, 1, 2, 3, 4]
+    # step 0 is the query itself: "river bank", both words in its gold passage d1 ("River bank. the sloping land ...")
+    assert steps["words from target"].iloc[0] == "river, bank" or not steps["repeats query"].iloc[0]
     assert set(steps["source"]) <= {"decoded", "corrected (encoder re-ranked)"}
     itself = steps["repeats query"].astype(bool)
     assert list(itself) == [" ".join(t.lower().split()) == "river bank" for t in steps["decoded"]]

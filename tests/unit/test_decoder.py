@@ -190,6 +190,17 @@ def test_traversal_reports_every_step(tiny_space):
     assert trav.steps["target_rank"].between(1, len(space.doc_ids)).all()
     assert trav.steps["ndcg10"].between(0, 1).all()
     assert trav.points.shape == (5, 384)
+    # each step's own words that the target holds, by hand with the BM25 ranker's analysis (target d1: "River bank. ...")
+    import re
+
+    from eqi_core.rankers.bm25 import make_tokenizer
+
+    tok = make_tokenizer()
+    target_text = space.collection.display_text(target)
+    stems = {tok.stemmer(w) for w in re.findall(r"\b\w\w+\b", target_text.lower()) if w not in tok.stopwords}
+    for text, listed in zip(trav.steps["decoded"], trav.steps["target_words"]):
+        mine = [w for w in re.findall(r"\b\w\w+\b", text.lower()) if w not in tok.stopwords and tok.stemmer(w) in stems]
+        assert listed == ", ".join(dict.fromkeys(mine)), text
     early = traverse(space, "river bank", target, steps=4, decoder="decoder+rerank", stop_early=True)
     if early.first_top1() is not None:
         assert early.steps["target_rank"].iloc[-1] == 1 and len(early.steps) <= 5
