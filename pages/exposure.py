@@ -315,11 +315,11 @@ if doc_id is not None or result.exact is not None:  # a pasted passage: its exac
         summary, retr = passage_retrievability(setup.exposure, n_qd, weights, doc_id,
                                                result.exact["query_id"] if doc_id is None else ())
         one = retr["r"] == 1
-        st.caption(f"r(d) = {retr['r']} {('search' if one else 'searches') if weighted else ('query' if one else 'queries')} "
-                   + (f"rank{'s' if one else ''} it within {'its' if one else 'their'} top {n_qd}" if doc_id is not None else
-                      f"would rank the pasted passage within {'its' if one else 'their'} top {n_qd} (placed among the "
-                      "collection's passages as "
-                      "they are)") + f"; {summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
+        who = ("search" if one else "searches") if weighted else ("query" if one else "queries")
+        how = f"rank{'s' if one else ''} it" if doc_id is not None else "would rank the pasted passage"
+        st.caption(f"r(d) = {retr['r']} {who} {how} within {'its' if one else 'their'} top {n_qd}"
+                   + ("" if doc_id is not None else " (placed among the collection's passages as they are)")
+                   + f"; {summary.never_retrieved:.1%} of passages are never retrieved; Gini {summary.gini:.3f}.")
         if other_setup is not None:  # "Under another ranker" is open: the same under it, on one chart
             other_summary, other_retr = passage_retrievability(other_setup.exposure, n_qd, weights, doc_id,
                                                                other_exact["query_id"] if doc_id is None else ())
