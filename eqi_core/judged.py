@@ -57,6 +57,13 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     return JudgedResults(query, qid, results, missed.sort_values("grade", ascending=False), measures)
 
 
+def gold_passage(grades: dict[str, int], known) -> str | None:
+    """The most relevant of a query's judged passages among ``known`` ones (those with text), first
+    by id among equals: the target the Latent traversal page walks to. None without one."""
+    judged = {str(d): g for d, g in grades.items() if g > 0 and str(d) in known}
+    return max(sorted(judged), key=judged.get) if judged else None
+
+
 def judged_passages(collection: Collection, query_id: str) -> pd.DataFrame:
     """A query's judgments, most relevant first (then by doc_id): doc_id, grade, passage (as people
     read it; judged passages without text, as in TREC DL, say so). Empty for a query without any."""

@@ -12,13 +12,13 @@ from eqi_core.coverage.drilldown import (
     solved_only_table,
 )
 from eqi_core.coverage.export import tasc_latex
-from eqi_core.coverage.hardest import gold_passage
 from eqi_core.coverage.per_query import MEASURE_EXAMPLES
 from eqi_core.coverage.significance import CORRECTIONS, p_value_columns, pairwise_tests, readable_tests
 from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs, run_files_beside
 from eqi_core.coverage.tasc import MODES, tasc_weights
 from eqi_core.errors import DataError
 from eqi_core.figures import coverage as figs
+from eqi_core.judged import gold_passage
 from eqi_core.loaders.trec import read_qrels
 from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import RANKERS, release_date_for

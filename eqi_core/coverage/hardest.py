@@ -11,6 +11,7 @@ import pandas as pd
 from eqi_core.collection import Collection
 from eqi_core.coverage.per_query import compute_matrix
 from eqi_core.errors import DataError
+from eqi_core.judged import gold_passage
 from eqi_core.runs import Run
 
 MEASURES = ("nDCG@10", "RR@10", "R@100")
@@ -35,13 +36,6 @@ class RankerEffectiveness:
 
     def hardest(self, n: int = 20) -> pd.DataFrame:
         return self.per_query.head(n)
-
-
-def gold_passage(grades: dict[str, int], known) -> str | None:
-    """The most relevant of a query's judged passages among ``known`` ones (those with text), first
-    by id among equals: the target the Latent traversal page walks to. None without one."""
-    judged = {str(d): g for d, g in grades.items() if g > 0 and str(d) in known}
-    return max(sorted(judged), key=judged.get) if judged else None
 
 
 def gold_passages(collection: Collection) -> dict[str, str]:

@@ -182,7 +182,7 @@ class LatentSpace:
 
     def gold_passage(self, query_id: str) -> str | None:
         """The query's most relevant judged passage (first by id among equals), if any."""
-        from eqi_core.coverage.hardest import gold_passage
+        from eqi_core.judged import gold_passage
 
         return gold_passage(self.judgments.get(str(query_id), {}), self._doc_pos)
 

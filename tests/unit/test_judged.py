@@ -87,3 +87,12 @@ def test_two_rankers_results_side_by_side_by_hand():
                                                          "0.250 (dense) · RR 1.000 (BM25) vs 0.500 (dense)")
     assert comparison_line(JudgedResults("q", None, a, pd.DataFrame(), {}), jb, "BM25", "dense") == \
         "2 of the top 3 passages in common"
+
+
+def test_gold_passage_by_hand():
+    from eqi_core.judged import gold_passage
+
+    grades = {"b": 2, "a": 2, "c": 3, "z": 3, "d": 0}
+    assert gold_passage(grades, {"a", "b", "c", "d"}) == "c"  # z has no text
+    assert gold_passage(grades, {"a", "b"}) == "a"  # equal grades: the first by id
+    assert gold_passage({"d": 0}, {"d"}) is None and gold_passage({}, set()) is None
