@@ -530,6 +530,7 @@ def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int
     """``eqi exposure --compare``: the passage's exact exposing queries under another ranker beside this
     one's; returns the table, its summary line, and the other ranking's setup and exact list (for --report)."""
     from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change
+    from eqi_core.matching import change_overlap_line, with_shared_words
 
     if pe.exact is None:
         raise DataError("--compare: this ranking has no exact exposing queries for pasted text (a result log)")
@@ -540,8 +541,8 @@ def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int
         typer.echo(f"note: {note}", err=True)
     if exact is None:
         raise DataError(f"--compare {other}: no exact exposing queries for pasted text under it")
-    change = exposure_change(pe.exact, exact, this, other)
-    line = change_summary(change, this, other)
+    change = with_shared_words(exposure_change(pe.exact, exact, this, other), pe.text)
+    line = f"{change_summary(change, this, other)}. {change_overlap_line(change, pe.text, this, other)}"
     typer.echo(f"## compared with {other}: {line}")
     if len(change):
         typer.echo(change.astype(object).where(change.notna(), "-").to_string(index=False))  # "-": not in its top n_q->d

@@ -72,3 +72,15 @@ def word_overlap_line(exposing: pd.DataFrame, text: str, examples: int = 3) -> s
             f"None of the {n:,} exposing queries shares a word with the passage {how}: {listed}."
     return (f"{n - len(none):,} of the {n:,} exposing queries share a word with the passage {how}; "
             f"{len(none):,} share{'s' if len(none) == 1 else ''} none: {listed}.")
+
+
+def change_overlap_line(change: pd.DataFrame, text: str, name_a: str, name_b: str) -> str:
+    """For a comparison of two rankings (``exposure_change``): of the queries that show the passage
+    under one ranking only, how many share no word with it. A ranking that gains queries without
+    words in common shows the passage for what it means, not for what it says."""
+    words = with_shared_words(change, text)["words in passage"]
+    parts = []
+    for name in (name_b, name_a):
+        only = change["change"] == f"only {name}"
+        parts.append(f"{int((words[only] == '').sum()):,} of the {int(only.sum()):,} only under {name}")
+    return "Sharing no word with the passage (as BM25 matches words): " + ", ".join(parts) + "."

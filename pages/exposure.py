@@ -10,7 +10,7 @@ from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_ch
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
-from eqi_core.matching import shared_words, with_shared_words, word_overlap_line
+from eqi_core.matching import change_overlap_line, shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, figure_downloads
@@ -226,8 +226,8 @@ elif other is not None:
                       other_setup.sparse_queries)
     other_exact, _ = exact_exposure(other_setup, n_qd, doc_id, text)
     name_a, name_b = ranker_spec(rankings).name, ranker_spec(other).name
-    change = exposure_change(result.exact, other_exact, name_a, name_b)
-    change_line = change_summary(change, name_a, name_b) + "."
+    change = with_shared_words(exposure_change(result.exact, other_exact, name_a, name_b), result.text)
+    change_line = change_summary(change, name_a, name_b) + ". " + change_overlap_line(change, result.text, name_a, name_b)
     st.markdown(change_line)
     change_fig = exposure_change_scatter(change, name_a, name_b, n_qd)
     st.plotly_chart(change_fig, config=PLOT_CONFIG, key="exp_change_fig")

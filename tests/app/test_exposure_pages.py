@@ -262,6 +262,13 @@ def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
     assert any(m.value.startswith(f"{int(change['rank (MiniLM-L3 (dense, ONNX))'].notna().sum())} queries expose it")
                for m in at.markdown)
     assert any("exp_change_fig" in c.proto.id for c in at.get("plotly_chart"))
+    # of the queries only one ranker shows d1 to, how many share no word with it: counted from the table's own column
+    words = change["words in passage"].fillna("")
+    counts = [f"{int(((change['change'] == f'only {n}') & (words == '')).sum())} of the {int((change['change'] == f'only {n}').sum())} "
+              f"only under {n}" for n in ("BM25", "MiniLM-L3 (dense, ONNX)")]
+    assert any(m.value.endswith("Sharing no word with the passage (as BM25 matches words): " + ", ".join(counts) + ".")
+               for m in at.markdown)
+    assert (words[change["change"] == "only BM25"] != "").all()  # BM25 never shows a passage without a shared word
     # retrievability under both rankers on one Lorenz chart: d1's r(d) under BM25 is its exposing queries' count
     import plotly.io
 

@@ -185,7 +185,10 @@ def test_exposure_compare_lists_each_rankers_exact_ranks():
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith("## compared with minilm-l3-onnx: "))
-    assert lines[at + 1].split() == ["query_id", "query", "rank", "(bm25)", "rank", "(minilm-l3-onnx)", "places", "up", "change"]
+    assert lines[at + 1].split() == ["query_id", "query", "rank", "(bm25)", "rank", "(minilm-l3-onnx)", "places", "up", "change",
+                                     "words", "in", "passage"]
+    # under BM25 every exposing query shares a word with d1: none of those only under BM25 is without one
+    assert lines[at].endswith(" only under bm25.") and ", 0 of the " in lines[at]
     tiny = load_collection(TINY)
     truth = {r: prepare_exposure(tiny, r, ArtifactStore(), space=s).exposure.exposing_frame("d1")
              for r, s in (("bm25", None), ("minilm-l3-onnx", "minilm-l3-onnx"))}

@@ -50,3 +50,14 @@ def test_shared_words_column_and_overlap_line_by_hand():
     assert word_overlap_line(exposing.tail(1), TEXT) == (
         "The exposing query shares no word with the passage (as BM25 matches words): “hill”.")
     assert word_overlap_line(exposing.head(0), TEXT) == ""
+
+
+def test_change_overlap_line_by_hand():
+    import pandas as pd
+
+    from eqi_core.matching import change_overlap_line
+
+    change = pd.DataFrame({"query": ["river banks", "meadow", "canoe", "hill", "water"],
+                           "change": ["same", "only dense", "only dense", "only dense", "only bm25"]})
+    assert change_overlap_line(change, TEXT, "bm25", "dense") == (
+        "Sharing no word with the passage (as BM25 matches words): 2 of the 3 only under dense, 0 of the 1 only under bm25.")
