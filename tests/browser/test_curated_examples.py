@@ -67,6 +67,11 @@ def test_example_traversal_fixes_a_failing_query(dashboard, page):
     page.set_viewport_size({"width": 1400, "height": 2100})  # the map sits below the full-width steps table
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("example-traversal.png")), full_page=True)
+    # the walk's target handed on: who is shown the gold sense of "hair" (a link with the same collection and ranker)
+    page.get_by_text("Which logged queries expose the target?", exact=False).first.click()
+    page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=300_000)
+    assert "/exposure?" in page.url and "passage=05254795-n" in page.url and "collection=wordnet" in page.url
+    page.get_by_text("a covering for the body (or parts of it)", exact=False).first.wait_for(timeout=60_000)
 
 
 def test_query_suggestions_open_on_the_curated_held_out_query(dashboard, page):
