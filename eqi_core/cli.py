@@ -578,7 +578,13 @@ def retrievability_command(
     never = int((summary.values == 0).sum())
     extremes = retrievability_extremes(summary, setup.exposure.doc_ids, which, limit)
     texts = [c.display_text(d) or "" for d in extremes["doc_id"]]
-    if as_json:
+    other = None if compare is None else summarise_retrievability(_exposure_setup(collection, compare, 100).exposure, cutoff,
+                                                                   c.query_weights if weighted else None)
+    if as_json:  # a summary line per ranking, then the passages
+        for name, s in ((ranker if run_file is None else run_file.name, summary), (compare, other)):
+            if s is not None:
+                typer.echo(json.dumps({"ranking": name, "cutoff": cutoff, "gini": round(s.gini, 6),
+                                       "never_retrieved": int((s.values == 0).sum()), "passages": len(s.values)}))
         for row, text in zip(extremes.itertuples(index=False), texts):
             typer.echo(json.dumps({"doc_id": row.doc_id, "r": float(row[1]), "less_retrievable": round(float(row[2]), 6),
                                    "text": text}))
@@ -587,9 +593,7 @@ def retrievability_command(
                    f"{len(c.queries):,} {'searches (weighted by count)' if weighted else 'queries'}; Gini "
                    f"{summary.gini:.3f}; {never:,} of {len(summary.values):,} passages ({summary.never_retrieved:.1%}) "
                    "are in no query's top c")
-        if compare is not None:
-            other = summarise_retrievability(_exposure_setup(collection, compare, 100).exposure, cutoff,
-                                             c.query_weights if weighted else None)
+        if other is not None:
             typer.echo(f"# {compare}: Gini {other.gini:.3f}; {int((other.values == 0).sum()):,} passages "
                        f"({other.never_retrieved:.1%}) are in no query's top c")
         if which == "least" and never > len(extremes) > 0:

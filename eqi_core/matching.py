@@ -55,10 +55,15 @@ def with_shared_words(exposing: pd.DataFrame, text: str) -> pd.DataFrame:
     return exposing.assign(**{"words in passage": [", ".join(shared_words(q, text)) for q in exposing["query"]]})
 
 
+def _words_column(frame: pd.DataFrame, text: str) -> pd.Series:
+    """The frame's "words in passage" where ``with_shared_words`` already added it, else computed."""
+    return frame["words in passage"] if "words in passage" in frame else with_shared_words(frame, text)["words in passage"]
+
+
 def word_overlap_line(exposing: pd.DataFrame, text: str, examples: int = 3) -> str:
     """How many exposing queries share a word with the passage, and some that share none: exposure a
     lexical ranker cannot give, which an auditor of a dense ranker wants to see first. "" for none."""
-    words = with_shared_words(exposing, text)["words in passage"]
+    words = _words_column(exposing, text)
     n, none = len(words), list(exposing["query"][words == ""])
     how = "(as BM25 matches words)"
     if n == 0:
@@ -78,7 +83,7 @@ def change_overlap_line(change: pd.DataFrame, text: str, name_a: str, name_b: st
     """For a comparison of two rankings (``exposure_change``): of the queries that show the passage
     under one ranking only, how many share no word with it. A ranking that gains queries without
     words in common shows the passage for what it means, not for what it says."""
-    words = with_shared_words(change, text)["words in passage"]
+    words = _words_column(change, text)
     parts = []
     for name in (name_b, name_a):
         only = change["change"] == f"only {name}"

@@ -81,9 +81,10 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
     if result.exact is not None:
         from eqi_core.matching import with_shared_words, word_overlap_line
 
+        exact = with_shared_words(result.exact, result.text)
         body.append("<h2>Exposing queries (exact, brute force)</h2>"
-                    + (f"<p>{html.escape(word_overlap_line(result.exact, result.text))}</p>" if len(result.exact) else "")
-                    + _table(with_shared_words(result.exact, result.text)))
+                    + (f"<p>{html.escape(word_overlap_line(exact, result.text))}</p>" if len(exact) else "")
+                    + _table(exact))
     if result.lists:
         body.append(f"<p class='note'>In the lists below, rank is the passage's exact rank for the found query; "
                     f"— where that query does not show it in its top {result.n_qd}.</p>")

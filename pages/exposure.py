@@ -151,7 +151,8 @@ if result.exact is not None:
     cols[0].markdown("**Exact (brute force)**")
     cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
                       on_select=lambda: st.session_state.update(exp_picked="exp_exact"), selection_mode="single-row")
-    cols[0].download_button("CSV", with_shared_words(result.exact, result.text).to_csv(index=False).encode(),
+    exact_words = with_shared_words(result.exact, result.text)  # the CSV's column and the line below, once
+    cols[0].download_button("CSV", exact_words.to_csv(index=False).encode(),
                             "exact_exposing_queries.csv", key="exp_dl_exact")
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
@@ -163,7 +164,7 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
 
 if result.exact is not None and len(result.exact):
-    st.caption(word_overlap_line(result.exact, result.text))  # lexical or not: what a dense ranker adds
+    st.caption(word_overlap_line(exact_words, result.text))  # lexical or not: what a dense ranker adds
 
 # -- what one listed query shows ---------------------------------------------------------------------------
 TOP_SHOWN = 10  # a selected query's results shown: its top 10, then this passage's row if it is deeper

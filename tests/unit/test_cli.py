@@ -254,7 +254,9 @@ def test_retrievability_lists_the_least_and_writes_every_passages_r(tmp_path):
     tiny = load_collection(TINY)
     emap = prepare_exposure(tiny, "bm25", ArtifactStore()).exposure
     truth = {d: int((emap.exposing_frame(d)["rank"] <= 3).sum()) for d in tiny.passages["doc_id"]}
-    rows = [json.loads(x) for x in out.output.splitlines() if x.startswith("{")]
+    lines = [json.loads(x) for x in out.output.splitlines() if x.startswith("{")]
+    head, rows = lines[0], lines[1:]
+    assert head["ranking"] == "bm25" and head["never_retrieved"] == sum(1 for r in truth.values() if r == 0)
     assert [r["r"] for r in rows] == sorted(truth.values(), reverse=True)[:2]
     assert all(truth[r["doc_id"]] == r["r"] for r in rows)
     written = pd.read_csv(tmp_path / "r.csv", dtype={"doc_id": str})
@@ -317,3 +319,6 @@ def test_retrievability_compare_prints_the_other_rankers_gini():
     other = summarise_retrievability(prepare_exposure(tiny, "minilm-l3-onnx", ArtifactStore(), space="minilm-l3-onnx").exposure)
     assert f"# minilm-l3-onnx: Gini {other.gini:.3f}; " in out.output
     assert "least retrievable listed" not in out.output  # -n 0 lists none
+    as_json = runner.invoke(app, ["retrievability", "-c", TINY, "-r", "bm25", "--compare", "minilm-l3-onnx", "-n", "0", "--json"])
+    heads = [json.loads(x) for x in as_json.output.splitlines() if x.startswith("{")]
+    assert [h["ranking"] for h in heads] == ["bm25", "minilm-l3-onnx"] and heads[1]["gini"] == pytest.approx(other.gini, abs=1e-6)
