@@ -632,7 +632,8 @@ def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, 
         places = {r: passage_retrievability(s.exposure, pe.n_qd, weights, pe.doc_id, () if pe.doc_id else exact["query_id"])
                   for r, s, exact in ((this, setup, pe.exact), (other, other_setup, other_exact)) if s is not None}
         retr = places[this][1]
-        figures.append(retrievability_chart(places, pe.doc_id or "the pasted passage"))
+        figures.append(retrievability_chart(places, pe.doc_id or "the pasted passage",
+                                            {r: ranker_spec(r).name for r in places}))
     meta = {"collection": setup.collection.name, "collection fingerprint": setup.collection.fingerprint,
             "ranker": this, "passage": pe.doc_id or "(pasted text)", **settings, "methods": ", ".join(pe.lists),
             **({"compared with": other} if other else {})}

@@ -329,7 +329,8 @@ if doc_id is not None or result.exact is not None:  # a pasted passage: its exac
                        f"{retr['share_below']:.1%}); {other_summary.never_retrieved:.1%} never retrieved; Gini "
                        f"{other_summary.gini:.3f} against {summary.gini:.3f}.")
             lorenz_fig = retrievability_chart({rankings: (summary, retr), other: (other_summary, other_retr)},
-                                              doc_id or "the pasted passage")
+                                              doc_id or "the pasted passage",
+                                              {r: ranker_spec(r).name for r in (rankings, other)})
         else:
             lorenz_fig = retrievability_chart({rankings: (summary, retr)}, doc_id or "pasted passage")
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")

@@ -143,37 +143,41 @@ def lorenz_curve(curve: pd.DataFrame, gini_value: float, highlight: float | None
     return style(fig, "Retrievability inequality (Lorenz curve)")
 
 
-def lorenz_comparison(curves: dict[str, tuple[pd.DataFrame, float, float | None]], label: str = "this passage") -> go.Figure:
+def lorenz_comparison(curves: dict[str, tuple[pd.DataFrame, float, float | None]], label: str = "this passage",
+                      names: dict[str, str] | None = None) -> go.Figure:
     """Two or more rankers' Lorenz curves of retrievability on one chart, each named with its Gini and
     with the passage's place on it (``{ranker id: (curve, gini, share below or None)}``): which
-    ranker spreads exposure more evenly, and where the passage sits under each."""
+    ranker spreads exposure more evenly, and where the passage sits under each. ``names``: how to
+    call each ranker id in the legend and hovers (its display name); colours stay by id."""
     from eqi_core.figures.theme import ranker_colours
 
     colours = ranker_colours(list(curves))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="equality", line=dict(dash="dot", color="#999")))
     for name, (curve, gini_value, highlight) in curves.items():
+        shown = (names or {}).get(name, name)
         fig.add_trace(go.Scatter(x=curve["passages"], y=curve["retrievability"], mode="lines", legendgroup=name,
-                                 name=f"{name} (Gini {gini_value:.3f})", line=dict(color=colours[name], width=3)))
+                                 name=f"{shown} (Gini {gini_value:.3f})", line=dict(color=colours[name], width=3)))
         if highlight is not None:
             y = float(np.interp(highlight, curve["passages"], curve["retrievability"]))
             fig.add_trace(go.Scatter(x=[highlight], y=[y], mode="markers", legendgroup=name, showlegend=False,
                                      marker=dict(size=13, color=colours[name], line=dict(width=1.5, color="white")),
-                                     hovertemplate=f"{label} under {name}: %{{x:.1%}} of passages are less retrievable"
+                                     hovertemplate=f"{label} under {shown}: %{{x:.1%}} of passages are less retrievable"
                                                    "<extra></extra>"))
     fig.update_xaxes(title_text="share of passages (least retrievable first)", range=[0, 1])
     fig.update_yaxes(title_text="share of retrievability", range=[0, 1])
     return style(fig, "Retrievability inequality by ranker (Lorenz curves)")
 
 
-def retrievability_chart(rankings: dict[str, tuple], label: str) -> go.Figure:
+def retrievability_chart(rankings: dict[str, tuple], label: str, names: dict[str, str] | None = None) -> go.Figure:
     """The passage on the Lorenz curve of one ranking, or of two on one chart (``{ranker id: (summary,
-    place)}``, each from ``passage_retrievability``): the page, its report and ``eqi exposure --report``."""
+    place)}``, each from ``passage_retrievability``; ``names`` as in ``lorenz_comparison``): the
+    page, its report and ``eqi exposure --report``."""
     if len(rankings) == 1:
         (summary, place), = rankings.values()
         return lorenz_curve(summary.curve, summary.gini, place["share_below"], label)
     return lorenz_comparison({name: (summary.curve, summary.gini, place["share_below"])
-                              for name, (summary, place) in rankings.items()}, label)
+                              for name, (summary, place) in rankings.items()}, label, names)
 
 
 def trait_curves(frame: pd.DataFrame, trait: str) -> go.Figure:

@@ -224,7 +224,7 @@ def test_exposure_report_is_the_pages_audit_report_with_the_comparison(tmp_path)
 
     r = len(prepare_exposure(load_collection(TINY), "bm25", ArtifactStore()).exposure.exposing_frame("d1"))
     assert f"Retrievability r(d) = {r} at cutoff 100;" in page
-    assert "Retrievability inequality by ranker (Lorenz curves)" in page and "minilm-l3-onnx (Gini " in page
+    assert "Retrievability inequality by ranker (Lorenz curves)" in page and "MiniLM-L3 (dense, ONNX) (Gini " in page
 
 
 def test_exposure_lists_each_exact_querys_words_in_the_passage():

@@ -54,3 +54,7 @@ def test_lorenz_comparison_one_curve_and_point_per_ranker():
     points = [t for t in fig.data if t.mode == "markers"]
     assert len(points) == 1 and points[0].x == (0.5,) and points[0].y == (0.25,)  # on bm25's curve at x = 0.5
     assert points[0].marker.color == ranker_colours(["bm25", "minilm-l6"])["bm25"] == fig.data[1].line.color
+    named = lorenz_comparison({"bm25": (curve, 0.25, 0.5), "minilm-l6": (even, 0.0, None)}, "d1",
+                              {"bm25": "BM25", "minilm-l6": "MiniLM-L6 (dense)"})
+    assert [t.name for t in named.data if t.showlegend is not False][1:] == ["BM25 (Gini 0.250)", "MiniLM-L6 (dense) (Gini 0.000)"]
+    assert "under BM25:" in named.data[2].hovertemplate and named.data[1].line.color == fig.data[1].line.color
