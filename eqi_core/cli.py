@@ -828,6 +828,39 @@ def decoder_corpus_cmd(
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "recipe"}, indent=1))
 
 
+@app.command("decoder-synthetic")
+def decoder_synthetic_cmd(
+    output: Path = typer.Option(..., "--output", "-o", help="the augmented corpus Parquet file to write"),
+    corpus: Path | None = typer.Option(None, "--corpus", help="the corpus of real text (eqi decoder-corpus); "
+                                       "default: built from ../shared/data into the store"),
+    decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder",
+                                 help="the trained natural decoder that samples"),
+    points: int = typer.Option(150_000, "-n", "--points", min=1, max=5_000_000, help="sampling points (one sample each)"),
+    noise: list[float] = typer.Option([0.3, 0.45], "--noise", help="norm(s) of the Gaussian noise around a training query"),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.05, max=5.0),
+    top_p: float = typer.Option(0.95, "--top-p", min=0.01, max=1.0),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Add a trained decoder's own samples around the training queries to a corpus (kind 'synthetic'), each to be
+    paired with its true embedding when the next decoder trains on it; resumable (rerun to continue)."""
+    from eqi_core.decoder.corpus import read_corpus
+    from eqi_core.decoder.natural import load_natural, read_natural_card
+    from eqi_core.decoder.synthetic import SyntheticRecipe, build_synthetic
+    from eqi_core.rankers import load_encoder
+
+    if corpus is None:
+        from eqi_core.decoder.natural_eval import corpus_path_for
+
+        corpus = corpus_path_for(_store(), _shared_data())
+    recipe = SyntheticRecipe(n=points, noise=tuple(noise), temperature=temperature, top_p=top_p, seed=seed)
+    recipe.validate()
+    read_corpus(corpus)  # a wrong file fails now, before the models load
+    encoder = load_encoder(read_natural_card(decoder)["encoder"])
+    model = load_natural(decoder, encoder)
+    summary = build_synthetic(corpus, model, encoder, output, recipe, _store(), tqdm_progress("sampling", "part"))
+    typer.echo(json.dumps(summary["synthetic"], indent=1))
+
+
 @app.command("decoder-lexicon")
 def decoder_lexicon_cmd(
     decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder", help="a natural decoder folder"),
@@ -1709,7 +1742,7 @@ HELP_PANELS = {  # `eqi --help` lists the commands by what they are for, as the 
     "Exposure": ("exposure", "retrievability", "exposure-map", "train-exposure", "eval-exposure", "eval-generative"),
     "Ranker coverage": ("evaluate", "tasc"),
     "Latent space: decoding and traversal": ("decode", "traverse", "eval-decoder", "train-decoder", "decoder-corpus",
-                                             "decoder-lexicon"),
+                                             "decoder-synthetic", "decoder-lexicon"),
     "Query suggestions": ("suggest", "eval-suggestions", "rescore-suggestions", "reformulations", "train-suggester",
                           "train-suggestion-ranker"),
     "Benchmarks and maintenance": ("ship-embeddings",),

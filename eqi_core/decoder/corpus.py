@@ -28,6 +28,8 @@ from eqi_core.progress import ProgressFn
 CORPUS_VERSION = 1
 HELDOUT_QUERY_SHARE = 0.05
 HELDOUT_PASSAGE_SHARE = 0.1
+SYNTHETIC_KIND = "synthetic"  # a trained decoder's own samples (eqi decoder-synthetic), paired with their embeddings
+QUERY_KINDS = ("query", SYNTHETIC_KIND)  # the texts drawn for the query share of each training batch
 
 
 def unit_hash(key: str) -> float:
@@ -187,5 +189,5 @@ def default_recipe(data_root: Path) -> CorpusRecipe:
                         crops_per_passage={"wordnet-full": 1, "trec-dl19-passage": 6, "scifact": 8, "cranfield": 6})
 
 
-__all__ = ["CorpusRecipe", "build_corpus", "read_corpus", "default_recipe", "query_heldout", "passage_heldout",
+__all__ = ["QUERY_KINDS", "SYNTHETIC_KIND", "CorpusRecipe", "build_corpus", "read_corpus", "default_recipe", "query_heldout", "passage_heldout",
            "crops", "sentences", "unit_hash"]

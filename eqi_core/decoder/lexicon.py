@@ -76,9 +76,10 @@ class Lexicon:
 
 
 def training_lexicon(corpus, wordnet: Iterable[str]) -> Lexicon:
-    """The words of the decoder corpus's training split (queries and passage sentences) plus
-    WordNet's lemmas: held-out queries and passages contribute nothing."""
-    return Lexicon.from_texts(corpus.loc[corpus["split"] == "train", "text"], wordnet)
+    """The words of the decoder corpus's training split (queries and passage sentences, not a
+    decoder's own samples) plus WordNet's lemmas: held-out queries and passages contribute nothing."""
+    real = (corpus["split"] == "train") & corpus["kind"].isin(["query", "passage"])
+    return Lexicon.from_texts(corpus.loc[real, "text"], wordnet)
 
 
 class WordConstraint:

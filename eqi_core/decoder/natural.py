@@ -25,6 +25,7 @@ import torch
 
 from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize, function_words, words
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
+from eqi_core.decoder.corpus import QUERY_KINDS
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, token_specials
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
@@ -226,7 +227,7 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     table, summary = read_corpus(corpus_path)
     train = table[table["split"] == "train"]
     if cfg.query_share >= 1:  # queries only: passage sentences are neither encoded nor read
-        train = train[train["kind"] == "query"]
+        train = train[train["kind"].isin(QUERY_KINDS)]
     train = train.reset_index(drop=True)
     if len(train) < cfg.batch_size:
         raise DataError(f"{corpus_path}: {len(train)} training texts; a decoder needs at least {cfg.batch_size}")
@@ -266,7 +267,7 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
         emb_art = store.get_or_build("decoder-corpus-embeddings", emb_params, build_emb)
     emb = np.load(emb_art.path / "emb.npy")
     tokens = token_matrix(tok, texts, bos, eos, pad, cfg.max_len)
-    is_query = (train["kind"] == "query").to_numpy()
+    is_query = train["kind"].isin(QUERY_KINDS).to_numpy()  # real queries and the decoder's own samples
     work = store.work_dir("natural-decoder", params)
     started = time.time()
     losses = train_loop(model, emb, tokens, is_query, cfg, work, device, progress, stop_after, deadline,
