@@ -157,3 +157,17 @@ def test_the_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path, 
     result = CliRunner().invoke(app, ["decoder-synthetic", "--corpus", str(bad), "-o", str(out), *args])
     assert isinstance(result.exception, DataError) and message in str(result.exception)
     assert "\n" not in str(result.exception) and not out.exists()
+
+
+def test_the_decoder_trained_with_samples_is_shipped_beside_the_default_not_instead():
+    """assets/decoders/natural-minilm-l6-synthetic: its card names the corpus with samples and its
+    command; every default (the page, eqi decode, suggestions) stays natural-minilm-l6."""
+    from eqi_core.decoder.space import ASSETS, shipped_natural_decoder
+
+    card = json.loads((ASSETS / "natural-minilm-l6-synthetic" / "card.json").read_text())
+    synthetic = card["corpus"]["synthetic"]
+    default = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
+    assert synthetic["kept"] > 100_000 and synthetic["from_corpus"] == default["corpus"]["digest"]
+    assert card["command"].startswith("eqi train-decoder --natural") and "decoder-synthetic" in card["corpus_command"]
+    assert card["training"]["steps"] == 12000 and card["trained_on"][0]["device"].startswith("NVIDIA")
+    assert shipped_natural_decoder("minilm-l6").name == "natural-minilm-l6"
