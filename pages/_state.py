@@ -8,6 +8,8 @@ functions, under a live progress bar; the readiness checks come from the core.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from eqi_core.collection import Collection
@@ -124,11 +126,11 @@ def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
         st.stop()
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
-def _get_latent_space(spec: str, encoder_id: str):
+@st.cache_resource(show_spinner=False, max_entries=3)
+def _get_latent_space(spec: str, encoder_id: str, decoder_folder: str = ""):
     from eqi_core.decoder.space import open_space
 
-    return open_space(get_collection(spec), get_store(), encoder_id)
+    return open_space(get_collection(spec), get_store(), encoder_id, Path(decoder_folder) if decoder_folder else None)
 
 
 def warn_about_language(space) -> None:
@@ -137,8 +139,9 @@ def warn_about_language(space) -> None:
         st.warning(space.language_warning)
 
 
-def latent_space_or_stop(spec: str, encoder_id: str):
-    """The encoder's latent space with its decoders (first build shows progress), or a clear error."""
+def latent_space_or_stop(spec: str, encoder_id: str, decoder_folder: str = ""):
+    """The encoder's latent space with its decoders (first build shows progress), or a clear error.
+    ``decoder_folder``: a shipped decoder's folder instead of the default one."""
     from eqi_core.decoder.space import open_space
     from eqi_core.exposure.setup import dense_space_ready
 
@@ -148,7 +151,7 @@ def latent_space_or_stop(spec: str, encoder_id: str):
         if not dense_space_ready(encoder_id, collection, store):
             with_progress(f"Encoding passages and logged queries with {ranker_spec(encoder_id).name} (once; cached)...",
                           lambda p: open_space(collection, store, encoder_id, progress=p))
-        return _get_latent_space(spec, encoder_id)
+        return _get_latent_space(spec, encoder_id, decoder_folder)
     except DataError as exc:
         st.error(str(exc))
         st.stop()

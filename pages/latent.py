@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.collection import readable
-from eqi_core.decoder.space import DECODER_ALIASES, DECODER_NAMES
+from eqi_core.decoder.space import ASSETS, DECODER_ALIASES, DECODER_NAMES, decoder_summary, shipped_natural_decoders
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
@@ -35,7 +35,7 @@ spec = st.session_state[COLLECTION_KEY]
 curated = CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""
 URL = {"lat_query": ("query", str, collection.first_view_query(curated)), "lat_target": ("target", str, ""),
        "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "decoder+rerank"),
-       "lat_stop": ("stop", int, 0)}
+       "lat_stop": ("stop", int, 0), "lat_weights": ("weights", str, "")}
 link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
                    "step, and watch the target climb the ranking: the reformulations a searcher could have typed "
                    "(Adolphs et al., EMNLP 2022).", URL)
@@ -49,12 +49,24 @@ for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DEC
 if not 1 <= int(st.session_state.get("lat_steps", 10)) <= 20:
     st.warning(f"Ignoring k={st.session_state['lat_steps']}: the number of steps must be between 1 and 20.")
     st.session_state["lat_steps"] = 10
-space = latent_space_or_stop(spec, encoder_id)
+others = [f.name for f in shipped_natural_decoders(encoder_id)[1:]]  # shipped beside the default, e.g. to compare
+if st.session_state.get("lat_weights", "") not in ("", *others):
+    st.warning(f"Ignoring weights={st.session_state['lat_weights']!r}: expected one of {', '.join(others) or 'none'} "
+               "(assets/decoders).")
+    st.session_state["lat_weights"] = ""
+weights = ""
+if others:
+    weights = st.selectbox("Decoder weights", ["", *others], key="lat_weights",
+                           format_func=lambda n: f"{n}: {decoder_summary(ASSETS / n)}" if n else "the default",
+                           help="Other natural-language decoders shipped in assets/decoders for this encoder; each "
+                                "one's card (below) says how it was trained and what it measured.")
+space = latent_space_or_stop(spec, encoder_id, str(ASSETS / weights) if weights else "")
 warn_about_language(space)
 own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
 on_wordnet = collection.source.startswith("wordnet")
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
            + ("(trained on this collection's own query log with `eqi train-decoder`)." if own_decoder else
+              f"(`{weights}`, {decoder_summary(ASSETS / weights).split(';')[0]}; see its card below)." if weights else
               "(trained on real search-engine queries and sentences; see its card below).")
            + (" On WordNet it also beats the WordNet lemma decoder on items neither was trained on (below)."
               if on_wordnet and space.model.card.get("wordnet_comparison") else ""))
@@ -100,7 +112,7 @@ def _results() -> dict:
     return {}
 
 
-params = (spec, encoder_id, query.strip(), target, steps, mode, method, bool(stop))
+params = (spec, encoder_id, weights, query.strip(), target, steps, mode, method, bool(stop))
 results = _results()
 if params not in results:
     bar = st.progress(0.0, text=f"Decoding {steps + 1} points with {DECODER_LABELS[method]}...")
@@ -247,6 +259,8 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
         st.caption(f"{getattr(space.model, 'label', '')} for {card.get('encoder', '?')}: {card.get('warm_start', '')}, "
                    f"{card.get('trainable_parameters', 0):,} trained parameters; corpus of {corpus.get('queries_train', 0):,} "
                    f"real queries and {corpus.get('sentences_train', 0):,} passage sentences "
+                   + (f"plus {corpus['synthetic']['kept']:,} of a decoder's own samples "
+                      if corpus.get("synthetic") else "") +
                    f"({corpus.get('queries_heldout', 0):,} queries held out). Trained by `{card.get('command', '')}` on "
                    f"{', '.join(r['device'] for r in runs) or '?'} in {card.get('train_seconds', 0):.0f} s. "
                    f"Checkpoint `{card.get('_folder')}`.")

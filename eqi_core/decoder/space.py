@@ -45,15 +45,34 @@ def shipped_decoders() -> list[Path]:
     return sorted(p.parent for p in ASSETS.glob("*/card.json")) if ASSETS.is_dir() else []
 
 
+def shipped_natural_decoders(encoder_id: str) -> list[Path]:
+    """The natural-language decoders shipped for an encoder, the default first (by folder name:
+    ``natural-minilm-l6`` before ``natural-minilm-l6-synthetic``)."""
+    from eqi_core.decoder.natural import is_natural_card
+
+    return [f for f in shipped_decoders() if is_natural_card(f) and read_card(f)["config"]["encoder_id"] == encoder_id]
+
+
 def shipped_natural_decoder(encoder_id: str) -> Path:
     """The shipped natural-language decoder for an encoder (query suggestion speaks natural language
     on every collection)."""
-    from eqi_core.decoder.natural import is_natural_card
+    found = shipped_natural_decoders(encoder_id)
+    if not found:
+        raise DecoderError(f"no natural-language decoder shipped for encoder {encoder_id!r} in {ASSETS}")
+    return found[0]
 
-    for folder in shipped_decoders():
-        if is_natural_card(folder) and read_card(folder)["config"]["encoder_id"] == encoder_id:
-            return folder
-    raise DecoderError(f"no natural-language decoder shipped for encoder {encoder_id!r} in {ASSETS}")
+
+def decoder_summary(folder: Path) -> str:
+    """One line on how a shipped decoder differs: what a choice between them shows."""
+    card = read_card(folder)
+    corpus = card.get("corpus", {})
+    own = corpus.get("synthetic")
+    made = (f"also trained on {own['kept']:,} of a decoder's own samples (eqi decoder-synthetic)" if own else
+            f"trained on {corpus.get('queries_train', 0):,} real queries and {corpus.get('sentences_train', 0):,} "
+            "passage sentences" if card.get("arch") else f"trained on {card.get('collection', '?')}")
+    decoder = card.get("natural_metrics", {}).get("summary", {}).get("decoder", {})
+    f1 = decoder.get("round_trip_f1")
+    return f"{made}" + (f"; alone: round trip F1 {f1:.3f}" if f1 is not None else "")
 
 
 def find_decoder(collection: Collection, encoder, store: ArtifactStore):
