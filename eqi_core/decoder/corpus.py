@@ -189,5 +189,5 @@ def default_recipe(data_root: Path) -> CorpusRecipe:
                         crops_per_passage={"wordnet-full": 1, "trec-dl19-passage": 6, "scifact": 8, "cranfield": 6})
 
 
-__all__ = ["QUERY_KINDS", "SYNTHETIC_KIND", "CorpusRecipe", "build_corpus", "read_corpus", "default_recipe", "query_heldout", "passage_heldout",
-           "crops", "sentences", "unit_hash"]
+__all__ = ["QUERY_KINDS", "SYNTHETIC_KIND", "CorpusRecipe", "build_corpus", "read_corpus", "default_recipe",
+           "query_heldout", "passage_heldout", "crops", "sentences", "unit_hash"]
