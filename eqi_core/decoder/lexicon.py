@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eqi_core.decoder.base import DecoderError, is_known_word, terms, words
+from eqi_core.decoder.corpus import SYNTHETIC_KIND
 from eqi_core.store import atomic_path, content_digest
 
 LEXICON_FILE = "lexicon.txt.gz"
@@ -78,7 +79,9 @@ class Lexicon:
 def training_lexicon(corpus, wordnet: Iterable[str]) -> Lexicon:
     """The words of the decoder corpus's training split (queries and passage sentences, not a
     decoder's own samples) plus WordNet's lemmas: held-out queries and passages contribute nothing."""
-    real = (corpus["split"] == "train") & corpus["kind"].isin(["query", "passage"])
+    real = corpus["split"] == "train"
+    if "kind" in corpus.columns:
+        real &= corpus["kind"] != SYNTHETIC_KIND
     return Lexicon.from_texts(corpus.loc[real, "text"], wordnet)
 
 

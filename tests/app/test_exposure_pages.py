@@ -277,7 +277,7 @@ def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
     assert any(c.value.startswith(f"Under BM25: r(d) = {r_bm25}, ") for c in at.caption)
     lorenz = next(c for c in at.get("plotly_chart") if "exp_lorenz" in c.proto.id)
     names = [t.name for t in plotly.io.from_json(lorenz.proto.spec).data if t.showlegend is not False]
-    assert names[0] == "equality" and [n.split(" (Gini")[0] for n in names[1:]] == ["minilm-l3-onnx", "bm25"]
+    assert names[0] == "equality" and [n.split(" (Gini")[0] for n in names[1:]] == ["MiniLM-L3 (dense, ONNX)", "BM25"]
 
 
 def test_the_least_and_most_retrievable_passages_open_their_own_audit(at):
