@@ -984,15 +984,15 @@ DecoderOpt = typer.Option(None, "--decoder", help="a checkpoint folder (card.jso
 EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encoder whose space is decoded")
 
 
-def _suggestion_space(collection: str, encoder: str, exclude_heldout: bool = True):
+def _suggestion_space(collection: str, encoder: str, exclude_heldout: bool = True, decoder: Path | None = None):
     """A collection's latent space with the shipped natural decoder (suggestions speak natural
-    language everywhere), held-out queries hidden from every pool."""
+    language everywhere; ``decoder``: another natural decoder), held-out queries hidden from every pool."""
     from eqi_core.decoder.space import open_space, shipped_natural_decoder
     from eqi_core.decoder.train import DecoderTraining, heldout_split
 
     coll = _load(collection)
     heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
-    return open_space(coll, _store(), encoder, shipped_natural_decoder(encoder), heldout_q if exclude_heldout else (),
+    return open_space(coll, _store(), encoder, decoder or shipped_natural_decoder(encoder), heldout_q if exclude_heldout else (),
                       progress=tqdm_progress(f"preparing {coll.name}", "item")), heldout_q
 
 
@@ -1189,10 +1189,20 @@ def eval_suggestions_cmd(
     only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, sampling, "
                                     "centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
                                     "run's lists.jsonl in --output-dir (same collections, queries and seed)"),
+    decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the suggestions "
+                                        "(e.g. assets/decoders/natural-minilm-l6-synthetic); default: the shipped one"),
 ) -> None:
     """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
     feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
     import pandas as pd
+
+    if decoder is not None:
+        from eqi_core.decoder.natural import read_natural_card
+
+        read_natural_card(decoder)  # a mistyped folder fails now
+        if write_card:
+            raise DataError(f"--decoder {decoder} with --write-card: the suggesters' cards hold the shipped decoder's "
+                            "table; drop one of them")
 
     from eqi_core.decoder.natural_eval import corpus_for, real_words
     from eqi_core.rankers import load_encoder
@@ -1229,7 +1239,7 @@ def eval_suggestions_cmd(
     lexicon = real_words(corpus_for(_store(), root)[0], root)
     tables, lists = [], []
     for spec in collections:
-        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False)
+        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False, decoder=decoder)
         pool = space.collection.queries["query_id"].astype(str).tolist() if all_queries else heldout_q
         items = evaluation_items(space, pool, queries, seed)
         if not items:
@@ -1250,8 +1260,11 @@ def eval_suggestions_cmd(
             table.to_csv(tmp, index=False)
         with atomic_path(output_dir / "lists.jsonl") as tmp:
             pd.concat(lists, ignore_index=True).to_json(tmp, orient="records", lines=True)
+        from eqi_core.decoder.space import shipped_natural_decoder
+
         atomic_write(output_dir / "summary.json", json.dumps({"samples": {"queries": queries, "seed": seed,
-                     "all_queries": all_queries}, "rows": table.to_dict(orient="records")}, indent=1, default=str))
+                     "all_queries": all_queries}, "decoder": str(decoder or shipped_natural_decoder(encoder)),
+                     "rows": table.to_dict(orient="records")}, indent=1, default=str))
     for folder in write_card:
         from eqi_core.suggestion.model import CARD, DECODING, describe_decoding, read_suggester_card
 
