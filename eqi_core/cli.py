@@ -1190,7 +1190,7 @@ def eval_suggestions_cmd(
                                     "centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
                                     "run's lists.jsonl in --output-dir (same collections, queries and seed)"),
     decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the suggestions "
-                                        "(e.g. assets/decoders/natural-minilm-l6-synthetic); default: the shipped one"),
+                                        "(e.g. assets/decoders/natural-minilm-l6-real); default: the shipped one"),
 ) -> None:
     """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
     feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""

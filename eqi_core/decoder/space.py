@@ -47,7 +47,7 @@ def shipped_decoders() -> list[Path]:
 
 def shipped_natural_decoders(encoder_id: str) -> list[Path]:
     """The natural-language decoders shipped for an encoder, the default first (by folder name:
-    ``natural-minilm-l6`` before ``natural-minilm-l6-synthetic``)."""
+    ``natural-minilm-l6`` before ``natural-minilm-l6-real``)."""
     from eqi_core.decoder.natural import is_natural_card
 
     return [f for f in shipped_decoders() if is_natural_card(f) and read_card(f)["config"]["encoder_id"] == encoder_id]

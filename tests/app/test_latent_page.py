@@ -91,22 +91,23 @@ def test_decoder_card_and_evaluation_are_shown(app):
 
 
 def test_other_shipped_decoder_weights_can_be_chosen_and_linked(app):
-    """The decoder trained with its own samples, shipped beside the default: the default until chosen,
-    then its card, its walk and a link that keeps it; an unknown name in a link is ignored with a warning."""
+    """The decoder trained on real text only (the default until it was re-trained with its own samples),
+    shipped beside the default: the default until chosen, then its card, its walk and a link that keeps
+    it; an unknown name in a link is ignored with a warning."""
     from eqi_core.decoder.space import ASSETS
 
     at = open_page(app, query="river bank")
     choice = at.selectbox(key="lat_weights")
-    assert choice.value == "" and "natural-minilm-l6-synthetic" in choice.options[1]
+    assert choice.value == "" and "natural-minilm-l6-real" in choice.options[1]
     default_steps = at.dataframe[0].value
-    choice.set_value("natural-minilm-l6-synthetic").run()
+    choice.set_value("natural-minilm-l6-real").run()
     assert not at.exception, at.exception
-    card = json.loads((ASSETS / "natural-minilm-l6-synthetic" / "card.json").read_text())
-    kept = f"{card['corpus']['synthetic']['kept']:,}"
-    assert any(kept in c.value and "natural-minilm-l6-synthetic" in c.value for c in at.caption)  # which, and how made
+    card = json.loads((ASSETS / "natural-minilm-l6-real" / "card.json").read_text())
+    queries = f"{card['corpus']['queries_train']:,} real queries"
+    assert any(queries in c.value and "natural-minilm-l6-real" in c.value for c in at.caption)  # which, and how made
     tables = [d.value for d in at.dataframe if "round_trip_f1" in d.value.columns]
     assert tables[0].loc["decoder", "round_trip_f1"] == pytest.approx(card["natural_metrics"]["summary"]["decoder"]["round_trip_f1"])
-    assert at.query_params["weights"] in ("natural-minilm-l6-synthetic", ["natural-minilm-l6-synthetic"])
+    assert at.query_params["weights"] in ("natural-minilm-l6-real", ["natural-minilm-l6-real"])
     assert list(at.dataframe[0].value["step"]) == list(default_steps["step"])  # the same walk, decoded by other weights
     linked = open_page(app, query="river bank", weights="no-such-weights")
     assert any("weights='no-such-weights'" in w.value for w in linked.warning)

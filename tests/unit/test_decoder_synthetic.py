@@ -159,15 +159,18 @@ def test_the_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path, 
     assert "\n" not in str(result.exception) and not out.exists()
 
 
-def test_the_decoder_trained_with_samples_is_shipped_beside_the_default_not_instead():
-    """assets/decoders/natural-minilm-l6-synthetic: its card names the corpus with samples and its
-    command; every default (the page, eqi decode, suggestions) stays natural-minilm-l6."""
-    from eqi_core.decoder.space import ASSETS, shipped_natural_decoder
+def test_the_default_decoder_is_trained_with_its_predecessors_samples():
+    """assets/decoders/natural-minilm-l6 (the default since 2026-11-27): its card names the corpus with
+    samples drawn from the decoder before it, kept beside it as natural-minilm-l6-real, and both commands."""
+    from eqi_core.decoder.space import ASSETS, shipped_natural_decoder, shipped_natural_decoders
 
-    card = json.loads((ASSETS / "natural-minilm-l6-synthetic" / "card.json").read_text())
+    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
     synthetic = card["corpus"]["synthetic"]
-    default = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
-    assert synthetic["kept"] > 100_000 and synthetic["from_corpus"] == default["corpus"]["digest"]
+    before = json.loads((ASSETS / "natural-minilm-l6-real" / "card.json").read_text())
+    assert synthetic["kept"] > 100_000 and synthetic["from_corpus"] == before["corpus"]["digest"]
+    assert "synthetic" not in before["corpus"]  # trained on real text only
     assert card["command"].startswith("eqi train-decoder --natural") and "decoder-synthetic" in card["corpus_command"]
+    assert "--decoder assets/decoders/natural-minilm-l6-real " in card["corpus_command"]
     assert card["training"]["steps"] == 12000 and card["trained_on"][0]["device"].startswith("NVIDIA")
     assert shipped_natural_decoder("minilm-l6").name == "natural-minilm-l6"
+    assert [f.name for f in shipped_natural_decoders("minilm-l6")] == ["natural-minilm-l6", "natural-minilm-l6-real"]
