@@ -659,7 +659,7 @@ FIRST_VISIT_PASSAGE = "sloping land (especially the slope beside a body of water
 # link; its sidebar entry opens it on its default example query.
 OTHER_FIRST_CLICKS = (
     ("latent traversal: the curated walk from \"hair\"", "What should a failing query have asked?",
-     ("What should have been asked", "a layer of hair")),
+     ("What should have been asked", "a hair or covering")),
     ("ranker coverage: three live rankers, all-others TaSC", "Which ranker solves what others miss?",
      ("TaSC (all-others)",)),
     ("query suggestions: the curated held-out query", "which better query could a searcher type",

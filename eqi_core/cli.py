@@ -985,14 +985,16 @@ EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encode
 
 
 def _suggestion_space(collection: str, encoder: str, exclude_heldout: bool = True, decoder: Path | None = None):
-    """A collection's latent space with the shipped natural decoder (suggestions speak natural
-    language everywhere; ``decoder``: another natural decoder), held-out queries hidden from every pool."""
-    from eqi_core.decoder.space import open_space, shipped_natural_decoder
+    """A collection's latent space with the natural decoder that speaks the shipped suggesters
+    (``suggestion_decoder``; suggestions speak natural language everywhere; ``decoder``: another
+    natural decoder), held-out queries hidden from every pool."""
+    from eqi_core.decoder.space import open_space
     from eqi_core.decoder.train import DecoderTraining, heldout_split
+    from eqi_core.suggestion.model import suggestion_decoder
 
     coll = _load(collection)
     heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
-    return open_space(coll, _store(), encoder, decoder or shipped_natural_decoder(encoder), heldout_q if exclude_heldout else (),
+    return open_space(coll, _store(), encoder, decoder or suggestion_decoder(encoder), heldout_q if exclude_heldout else (),
                       progress=tqdm_progress(f"preparing {coll.name}", "item")), heldout_q
 
 
@@ -1190,7 +1192,8 @@ def eval_suggestions_cmd(
                                     "centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
                                     "run's lists.jsonl in --output-dir (same collections, queries and seed)"),
     decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the suggestions "
-                                        "(e.g. assets/decoders/natural-minilm-l6-real); default: the shipped one"),
+                                        "(e.g. assets/decoders/natural-minilm-l6); default: the one the suggesters' "
+                                        "cards name (speaks_with)"),
 ) -> None:
     """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
     feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
@@ -1260,10 +1263,10 @@ def eval_suggestions_cmd(
             table.to_csv(tmp, index=False)
         with atomic_path(output_dir / "lists.jsonl") as tmp:
             pd.concat(lists, ignore_index=True).to_json(tmp, orient="records", lines=True)
-        from eqi_core.decoder.space import shipped_natural_decoder
+        from eqi_core.suggestion.model import suggestion_decoder
 
         atomic_write(output_dir / "summary.json", json.dumps({"samples": {"queries": queries, "seed": seed,
-                     "all_queries": all_queries}, "decoder": str(decoder or shipped_natural_decoder(encoder)),
+                     "all_queries": all_queries}, "decoder": str(decoder or suggestion_decoder(encoder)),
                      "rows": table.to_dict(orient="records")}, indent=1, default=str))
     for folder in write_card:
         from eqi_core.suggestion.model import CARD, DECODING, describe_decoding, read_suggester_card

@@ -3,6 +3,8 @@ latent-traversal rewrites (plain, and with pseudo-relevance feedback) beside RM3
 feedback walks (the way to each of the top-5 passages, decoded), each with the dense ranker's nDCG@10
 (and the sidebar's ranker's, when that is another one) where the collection judges the query
 (Adolphs et al. 2022, Section 4)."""
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -183,6 +185,8 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
                    f"{fitted} by `{ranker.get('command', '')}`; {ranker.get('pick', '')}."
                    + (f" Fitted on pools of {pools['candidates']}; {pools['used_on']}." if pools.get("used_on") else ""))
     card = cards.get("prf", {})
+    st.caption(f"**Spoken by** the natural decoder `{Path(space.model.card.get('_folder', '')).name}`"
+               + (f": {card['speaks_with_why']}." if card.get("speaks_with_why") else "."))
     data = card.get("dataset", {})
     if data.get("figure4"):
         st.markdown(f"**The reformulation dataset** ({data.get('successful_rewrites', 0):,} successful rewrites; "

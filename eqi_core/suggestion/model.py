@@ -333,6 +333,23 @@ def shipped_suggesters(encoder_id: str) -> dict[str, Path]:
     return out
 
 
+def suggestion_decoder(encoder_id: str) -> Path:
+    """The natural decoder that speaks the shipped suggesters' points: the folder of
+    ``assets/decoders`` their card names (``speaks_with``), the decoder their pool's sampling, their
+    re-ranker and their evaluation were chosen with, which need not be the default decoder of the
+    Latent page; else the default natural decoder."""
+    from eqi_core.decoder.space import ASSETS as DECODERS
+    from eqi_core.decoder.space import shipped_natural_decoder
+
+    for _kind, folder in sorted(shipped_suggesters(encoder_id).items()):
+        name = read_suggester_card(folder).get("speaks_with")
+        if name:
+            if not (DECODERS / name / "card.json").is_file():
+                raise DecoderError(f"{folder / 'card.json'}: speaks_with {name!r} is not a decoder folder in {DECODERS}")
+            return DECODERS / name
+    return shipped_natural_decoder(encoder_id)
+
+
 # -- suggesting -------------------------------------------------------------------------------------
 def word_jaccard(a: set[str], b: set[str]) -> float:
     """Jaccard of two word sets: how much two suggestions say the same (the picks' diversity penalty)."""

@@ -20,6 +20,8 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     assert any("Its re-ranker" in c.value and "eqi train-suggestion-ranker" in c.value and "word Jaccard" in c.value
                and "beam-4 decodings" in c.value and "not refitted" in c.value  # what it was fitted on, and used on
                for c in at.caption)
+    assert any("Spoken by" in c.value and "natural-minilm-l6-real" in c.value and "development queries" in c.value
+               for c in at.caption)  # which decoder speaks the suggesters, and why (their card's speaks_with)
     table = at.dataframe[0].value
     assert table["model"].iloc[0] == "original query" and table["suggestion"].iloc[0] == "river bank"
     made = table[table["model"] == "suggester (PRF)"]

@@ -128,13 +128,13 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     assert code == 0, err
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "summary.csv"), summary)
     assert len(pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)) == len(methods) - 1
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6-real")  # the suggesters' speaks_with
     # another shipped decoder speaks the suggestions; the summary says which
     other = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),
-             "-o", str(tmp_path / "other"), "--decoder", str(ASSETS.parent / "decoders" / "natural-minilm-l6-real")]
+             "-o", str(tmp_path / "other"), "--decoder", str(ASSETS.parent / "decoders" / "natural-minilm-l6")]
     code, out, err = run_main(monkeypatch, capsys, other)
     assert code == 0, err
-    assert json.loads((tmp_path / "other" / "summary.json").read_text())["decoder"].endswith("natural-minilm-l6-real")
+    assert json.loads((tmp_path / "other" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6")
     assert set(pd.read_csv(tmp_path / "other" / "summary.csv")["method"]) == methods
 
 
@@ -175,7 +175,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
     (["eval-suggestions", "-c", TINY, "--decoder", "/nonexistent/dec"], "/nonexistent/dec/card.json: not a natural decoder card"),
-    (["eval-suggestions", "-c", TINY, "--decoder", "assets/decoders/natural-minilm-l6-real", "--write-card",
+    (["eval-suggestions", "-c", TINY, "--decoder", "assets/decoders/natural-minilm-l6", "--write-card",
       "assets/suggesters/prf-minilm-l6"], "the suggesters' cards hold the shipped decoder's table"),
 ])
 def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):

@@ -27,11 +27,12 @@ RECIPE = ReformulationRecipe(steps=3, beam=1, max_queries=10, golds_per_query=2,
 
 @pytest.fixture(scope="module")
 def natural_space(tiny, tmp_path_factory):
-    from eqi_core.decoder.space import open_space, shipped_natural_decoder
+    from eqi_core.decoder.space import open_space
     from eqi_core.store import ArtifactStore
+    from eqi_core.suggestion.model import suggestion_decoder
 
     store = ArtifactStore(tmp_path_factory.mktemp("suggest_store"))
-    space = open_space(tiny, store, "minilm-l6", shipped_natural_decoder("minilm-l6"), progress=lambda d, t: None)
+    space = open_space(tiny, store, "minilm-l6", suggestion_decoder("minilm-l6"), progress=lambda d, t: None)
     return space, store
 
 
@@ -763,3 +764,24 @@ def test_top_tens_show_unjudged_passages_as_missing_not_as_grade_0(natural_space
     for d, g in zip(by_bm25["doc_id"], by_bm25["grade"]):
         assert (pd.isna(g) and d not in grades) or g == grades[d], d
     assert by_bm25.loc[by_bm25["doc_id"] == "d4", "grade"].iloc[0] == 0
+
+
+def test_the_suggesters_speak_through_the_decoder_their_card_names(tmp_path, monkeypatch):
+    """speaks_with: the shipped suggesters name the decoder on real text only (chosen on the development
+    queries); a card without it falls back to the default natural decoder; a name that is no decoder
+    folder is one line."""
+    import eqi_core.suggestion.model as model
+    from eqi_core.decoder.space import shipped_natural_decoder
+    from eqi_core.suggestion.model import suggestion_decoder
+
+    assert suggestion_decoder("minilm-l6").name == "natural-minilm-l6-real"
+    assert shipped_natural_decoder("minilm-l6").name == "natural-minilm-l6"  # the Latent page's default differs
+    card = json.loads((model.ASSETS / "prf-minilm-l6" / "card.json").read_text())
+    (tmp_path / "prf").mkdir()
+    (tmp_path / "prf" / "card.json").write_text(json.dumps({k: v for k, v in card.items() if k != "speaks_with"}))
+    monkeypatch.setattr(model, "ASSETS", tmp_path)
+    assert suggestion_decoder("minilm-l6") == shipped_natural_decoder("minilm-l6")
+    (tmp_path / "prf" / "card.json").write_text(json.dumps({**card, "speaks_with": "no-such-decoder"}))
+    with pytest.raises(DecoderError, match="speaks_with 'no-such-decoder' is not a decoder folder") as err:
+        suggestion_decoder("minilm-l6")
+    assert "\n" not in str(err.value)
