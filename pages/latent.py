@@ -67,7 +67,10 @@ on_wordnet = collection.source.startswith("wordnet")
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
            + ("(trained on this collection's own query log with `eqi train-decoder`)." if own_decoder else
               f"(`{weights}`, {decoder_summary(ASSETS / weights).split(';')[0]}; see its card below)." if weights else
-              "(trained on real search-engine queries and sentences; see its card below).")
+              "(trained on real search-engine queries and sentences"
+              + (f", and on {own['kept']:,} samples of the decoder before it" if (own := space.model.card.get("corpus", {})
+                                                                                   .get("synthetic")) else "")
+              + "; see its card below).")
            + (" On WordNet it also beats the WordNet lemma decoder on items neither was trained on (below)."
               if on_wordnet and space.model.card.get("wordnet_comparison") else ""))
 

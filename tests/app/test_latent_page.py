@@ -99,6 +99,9 @@ def test_other_shipped_decoder_weights_can_be_chosen_and_linked(app):
     at = open_page(app, query="river bank")
     choice = at.selectbox(key="lat_weights")
     assert choice.value == "" and "natural-minilm-l6-real" in choice.options[1]
+    default_card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
+    kept = f"{default_card['corpus']['synthetic']['kept']:,} samples of the decoder before it"
+    assert any(kept in c.value for c in at.caption)  # the default says how it was made
     default_steps = at.dataframe[0].value
     choice.set_value("natural-minilm-l6-real").run()
     assert not at.exception, at.exception

@@ -80,7 +80,7 @@ def test_query_suggestions_open_on_the_curated_held_out_query(dashboard, page):
     page.get_by_role("heading", name="Query suggestions").first.wait_for(timeout=180_000)
     page.get_by_text("Top 10 for", exact=False).first.wait_for(timeout=180_000)  # the table and the first row's results
     page.get_by_text("a query no suggester was trained on", exact=False).first.wait_for(timeout=60_000)
-    assert "model=all" in page.url and "query=boise" in page.url
+    assert "model=all" in page.url and "query=infinite" in page.url
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("suggestions.png")), full_page=True)
 
