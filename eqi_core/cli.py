@@ -1204,8 +1204,8 @@ def eval_suggestions_cmd(
 
         read_natural_card(decoder)  # a mistyped folder fails now
         if write_card:
-            raise DataError(f"--decoder {decoder} with --write-card: the suggesters' cards hold the shipped decoder's "
-                            "table; drop one of them")
+            raise DataError(f"--decoder {decoder} with --write-card: the suggesters' cards hold the table of the "
+                            "decoder they name (speaks_with); drop one of them")
 
     from eqi_core.decoder.natural_eval import corpus_for, real_words
     from eqi_core.rankers import load_encoder

@@ -64,12 +64,12 @@ space = latent_space_or_stop(spec, encoder_id, str(ASSETS / weights) if weights 
 warn_about_language(space)
 own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
 on_wordnet = collection.source.startswith("wordnet")
+own_samples = space.model.card.get("corpus", {}).get("synthetic")  # trained on its predecessor's samples too
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
            + ("(trained on this collection's own query log with `eqi train-decoder`)." if own_decoder else
               f"(`{weights}`, {decoder_summary(ASSETS / weights).split(';')[0]}; see its card below)." if weights else
               "(trained on real search-engine queries and sentences"
-              + (f", and on {own['kept']:,} samples of the decoder before it" if (own := space.model.card.get("corpus", {})
-                                                                                   .get("synthetic")) else "")
+              + (f", and on {own_samples['kept']:,} samples of the decoder before it" if own_samples else "")
               + "; see its card below).")
            + (" On WordNet it also beats the WordNet lemma decoder on items neither was trained on (below)."
               if on_wordnet and space.model.card.get("wordnet_comparison") else ""))

@@ -1,10 +1,10 @@
 """The shipped suggestion models on TREC DL 2019 queries, which no suggester or decoder was trained
 on (a seeded sample, so the numbers are fixed for given checkpoints), searched over a seeded 30% of
-the passages: the PRF model's best-of-10, spoken by the decoder its card names (measured .741 on
-2026-11-27; .763 on 2026-11-23, before its re-ranker and pool changes; .776 spoken by the default
-decoder trained with its own samples), beats the original query (.653) by .05 and the Sampling+QD baseline (.697, sampled at 24
-ball points; .715 with the default decoder), and its suggestions are distinct, never the query, and
-made of real words. The full evaluation is `eqi eval-suggestions` (README)."""
+the passages: the PRF model's best-of-10, spoken by the decoder its card names, beats the original
+query (.653) by .05 and the Sampling+QD baseline (measured on 2026-11-27: PRF .741, Sampling+QD
+.697; PRF .763 on 2026-11-23, before its re-ranker and pool changes; spoken by the default decoder
+trained with its own samples, PRF .776 and Sampling+QD .715), and its suggestions are distinct,
+never the query, and made of real words. The full evaluation is `eqi eval-suggestions` (README)."""
 import numpy as np
 import pytest
 

@@ -176,7 +176,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
     (["eval-suggestions", "-c", TINY, "--decoder", "/nonexistent/dec"], "/nonexistent/dec/card.json: not a natural decoder card"),
     (["eval-suggestions", "-c", TINY, "--decoder", "assets/decoders/natural-minilm-l6", "--write-card",
-      "assets/suggesters/prf-minilm-l6"], "the suggesters' cards hold the shipped decoder's table"),
+      "assets/suggesters/prf-minilm-l6"], "the suggesters' cards hold the table of the decoder they name"),
 ])
 def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
     code, _, err = run_main(monkeypatch, capsys, argv)
