@@ -151,8 +151,9 @@ d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(
 
 # -- figures -------------------------------------------------------------------------------------
 def clicked_query(event, queries: set) -> str | None:
-    """The query of the bar clicked in the Pairwise chart (its customdata), if any. (A heatmap cell's
-    click reaches no selection in Streamlit, measured in a real browser: the heatmap is not clickable.)"""
+    """The query of the bar, point or heatmap cell clicked (its customdata's first entry), if any. (A
+    heatmap's own cells report no selection in Streamlit; the heatmap's figure lays clickable points
+    over them.)"""
     points = ((event or {}).get("selection") or {}).get("points") or []  # the chart's state, a dict
     for point in points:
         data = point.get("customdata")
@@ -203,8 +204,10 @@ with tab_tasc:
         st.plotly_chart(tfigs[f"bubble_{agg}"], config=PLOT_CONFIG, key=f"fig_bubble_{agg}")
         figure_downloads(tfigs[f"bubble_{agg}"], f"tasc_bubble_{agg}", f"dl_fig_bubble_{agg}")
 with tab_heat:
+    st.caption("Click a cell to drill into that query below.")
     fig_heat = figs.clustered_heatmap(values[order], measure_name, texts=collection.query_text)
-    st.plotly_chart(fig_heat, config=PLOT_CONFIG, key="fig_heat")
+    drill_into_click("fig_heat", st.plotly_chart(fig_heat, config=PLOT_CONFIG, key="fig_heat", on_select="rerun",
+                                                 selection_mode="points"), set(values.index))
     figure_downloads(fig_heat, "per_query_heatmap", "dl_fig_heat")
 with tab_unsolved:
     fig_unsolved = figs.solved_by_count(values)

@@ -72,6 +72,16 @@ else:
         st.caption(f"Copy link leaves out pasted text over {LINKED_TEXT_LIMIT:,} characters.")
 
 # -- parameters ----------------------------------------------------------------------------------
+def use_clicked_patiences() -> None:
+    """A click on a cell of the patience heatmaps (below) sets the two patience sliders to that cell's
+    (gamma_q->d, gamma_d->q): a callback, so the sliders take the values before they are drawn again."""
+    points = ((st.session_state.get("exp_patience") or {}).get("selection") or {}).get("points") or []
+    data = next((p.get("customdata") for p in points if isinstance(p.get("customdata"), (list, tuple))), None)
+    if data and len(data) >= 2:
+        st.session_state["exp_gqd"], st.session_state["exp_gdq"] = round(float(data[0]), 1), round(float(data[1]), 1)
+        st.session_state["exp_patience_open"] = True  # the heatmaps stay in view
+
+
 for key, low, high in (("exp_nqd", 1, setup.depth), ("exp_ndq", 1, 100), ("exp_gqd", 0.1, 1.0), ("exp_gdq", 0.1, 1.0)):
     within(key, low, high)
 c1, c2, c3, c4 = st.columns(4)
@@ -130,12 +140,16 @@ if result.relq is not None:
     st.dataframe(result.relq.style.format("{:.3f}"), width="stretch", key="exp_relq")
     grids = patience_grids(result, n_dq)
     if grids:
-        with st.expander("RELQ of this passage over all patience parameters (paper Figure 5)"):
+        with st.expander("RELQ of this passage over all patience parameters (paper Figure 5)", key="exp_patience_open",
+                         on_change="rerun"):  # a widget, so that it stays open when a click on a cell reruns the page
             st.caption("Each method's RELQ_RBP,RBP for this passage, recomputed for every pair of patiences; the "
                        f"outlined cell is the sliders' choice (γ_q→d {gamma_qd:g}, γ_d→q {gamma_dq:g}), the table's first "
-                       "column. A method that keeps its colour along a row or column does not depend on that patience.")
-            patience_fig = relq_heatmaps(grids, "This passage's RELQ over patience parameters", mark=(gamma_qd, gamma_dq))
-            st.plotly_chart(patience_fig, config=PLOT_CONFIG, key="exp_patience")
+                       "column. A method that keeps its colour along a row or column does not depend on that patience. "
+                       "Click a cell to use its patiences.")
+            patience_fig = relq_heatmaps(grids, "This passage's RELQ over patience parameters", mark=(gamma_qd, gamma_dq),
+                                         click_hint="click: use these patiences")
+            st.plotly_chart(patience_fig, config=PLOT_CONFIG, key="exp_patience", on_select=use_clicked_patiences,
+                            selection_mode="points")
             figure_downloads(patience_fig, "relq_patience", "exp_patience_fig")
 
 names = list(result.lists)

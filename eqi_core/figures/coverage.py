@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from eqi_core.figures.theme import ranker_colours, style
+from eqi_core.figures.theme import clickable_cells, ranker_colours, style
 
 
 def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
@@ -180,7 +180,8 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 
 def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000, texts: dict | None = None) -> go.Figure:
-    """Query x ranker heatmap, queries ordered by hierarchical clustering (scipy) of their profiles."""
+    """Query x ranker heatmap, queries ordered by hierarchical clustering (scipy) of their profiles; a
+    cell's click reports [query id, label, value] as customdata (``clickable_cells``)."""
     from scipy.cluster.hierarchy import leaves_list, linkage
 
     v = values
@@ -188,11 +189,22 @@ def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 200
         v = v.sample(max_queries, random_state=0)
     order = leaves_list(linkage(v.to_numpy(), method="average", metric="euclidean")) if len(v) > 2 else np.arange(len(v))
     v = v.iloc[order]
-    labels = np.array([_query_labels(v.index, texts)] * v.shape[1]).T if len(v) else None  # one per cell
-    fig = go.Figure(go.Heatmap(z=v.to_numpy(), x=list(v.columns), y=list(v.index), colorscale="Viridis", zmin=0, zmax=1,
-                               colorbar=dict(title=measure), customdata=labels,
-                               hovertemplate="%{customdata}<br>%{x}: %{z:.3f}<extra></extra>"))
-    fig.update_yaxes(showticklabels=len(v) <= 60, title_text=f"queries (clustered, {len(v)} shown)")
+    z = v.to_numpy()
+    fig = go.Figure(go.Heatmap(z=z, x=list(v.columns), y=list(v.index), colorscale="Viridis", zmin=0, zmax=1,
+                               colorbar=dict(title=measure), hoverinfo="skip"))
+    labels = _query_labels(v.index, texts)
+    rows, cols = np.meshgrid(np.arange(len(v)), np.arange(v.shape[1]), indexing="ij")
+    rows, cols = rows.ravel(), cols.ravel()
+    fig.add_trace(clickable_cells([v.columns[c] for c in cols], [v.index[r] for r in rows],
+                                  [[str(v.index[r]), labels[r], float(z[r, c])] for r, c in zip(rows, cols)],
+                                  "%{customdata[1]}<br>%{x}: %{customdata[2]:.3f}<br>click: this query across rankers"
+                                  "<extra></extra>", size=10))
+    # categories in the clustered order, said outright (query ids such as "225" look like numbers);
+    # the cells' own extent, not padded for the invisible markers laid over them
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[str(q) for q in v.index],
+                     range=[-0.5, len(v) - 0.5], showticklabels=len(v) <= 60,
+                     title_text=f"queries (clustered, {len(v)} shown)")
+    fig.update_xaxes(type="category", range=[-0.5, v.shape[1] - 0.5])
     return style(fig, f"{measure} per query and ranker", height=520)
 
 

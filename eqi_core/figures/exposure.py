@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from eqi_core.figures.theme import style
+from eqi_core.figures.theme import clickable_cells, style
 from eqi_core.rankers.registry import PALETTE
 
 METHOD_COLOURS = {"Brute force": "#333333", "Exact": "#333333", "BM25-reverse": "#9ECAE9", "BM25-tuned": "#4C78A8",
@@ -57,25 +57,39 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
 
 
 def relq_heatmaps(grids: dict[str, pd.DataFrame], title: str = "RELQ over patience parameters",
-                  mark: tuple[float, float] | None = None) -> go.Figure:
+                  mark: tuple[float, float] | None = None, click_hint: str | None = None) -> go.Figure:
     """Figure 5: RELQ_{RBP,RBP} over (gamma_q->d rows, gamma_d->q columns), one panel per method: the
     mean over held-out passages, or one passage's. ``mark`` outlines the cell (gamma_q->d, gamma_d->q)
-    that the page's sliders have chosen."""
+    that the page's sliders have chosen; each cell's click reports its (gamma_q->d, gamma_d->q, RELQ)
+    as customdata (``clickable_cells``), and ``click_hint`` says in the hover what a click does."""
     names = list(grids)
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.08)
     for i, name in enumerate(names, start=1):
         g = grids[name]
-        fig.add_trace(go.Heatmap(z=g.to_numpy(dtype=float), x=[f"{c:g}" for c in g.columns], y=[f"{r:g}" for r in g.index],
+        z = g.to_numpy(dtype=float)
+        fig.add_trace(go.Heatmap(z=z, x=[f"{c:g}" for c in g.columns], y=[f"{r:g}" for r in g.index],
                                  zmin=0, zmax=1, colorscale="Blues", showscale=i == len(names),
                                  texttemplate="%{z:.2f}",  # 1.00 beside 0.98, not 1
-                                 hovertemplate="γ_q→d %{y}, γ_d→q %{x}: RELQ %{z:.3f}<extra></extra>"), row=1, col=i)
+                                 hoverinfo="skip"), row=1, col=i)
+        rows, cols = np.meshgrid(np.arange(len(g.index)), np.arange(len(g.columns)), indexing="ij")
+        rows, cols = rows.ravel(), cols.ravel()
+        fig.add_trace(clickable_cells([f"{g.columns[c]:g}" for c in cols], [f"{g.index[r]:g}" for r in rows],
+                                      [[float(g.index[r]), float(g.columns[c]), z[r, c]] for r, c in zip(rows, cols)],
+                                      "γ_q→d %{y}, γ_d→q %{x}: RELQ %{customdata[2]:.3f}"
+                                      + (f"<br>{click_hint}" if click_hint else "") + "<extra></extra>", size=26, name=name),
+                      row=1, col=i)
         fig.update_xaxes(title_text="γ_d→q (EQI user)", row=1, col=i)
+        # the cells' own extent, not padded for the invisible markers laid over them
+        fig.update_xaxes(range=[-0.5, len(g.columns) - 0.5], row=1, col=i)
+        fig.update_yaxes(range=[-0.5, len(g.index) - 0.5], row=1, col=i)
         if mark is not None:
             x, y = [f"{c:g}" for c in g.columns].index(f"{mark[1]:g}"), [f"{r:g}" for r in g.index].index(f"{mark[0]:g}")
             axis = "" if i == 1 else str(i)
             fig.add_shape(type="rect", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5, xref=f"x{axis}", yref=f"y{axis}",
                           line=dict(color="#E45756", width=3))
     fig.update_yaxes(title_text="γ_q→d (searcher)", row=1, col=1)
+    fig.update_xaxes(type="category")  # said outright: the mark is drawn at category positions
+    fig.update_yaxes(type="category")
     return style(fig, title, height=460)
 
 

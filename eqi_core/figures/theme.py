@@ -29,6 +29,19 @@ def ranker_colours(names) -> dict[str, str]:
     return {n: colours[n] for n in names}
 
 
+def clickable_cells(x, y, customdata, hovertemplate: str, size: int = 14, name: str = "cells") -> go.Scatter | go.Scattergl:
+    """An invisible marker at the centre of each heatmap cell (``x``, ``y``: one entry per cell, in the
+    heatmap's category labels) carrying the cell's ``customdata`` and hover text. Streamlit's
+    ``on_select`` reports nothing for a click on a heatmap (streamlit/streamlit#8760), but does for
+    scatter points, so a page lays this over the heatmap (whose own hover is then skipped) to make
+    its cells clickable. Many cells (a query x ranker map) are drawn by WebGL, which stays responsive."""
+    x, y, customdata = list(x), list(y), list(customdata)
+    trace = go.Scattergl if len(x) > 2000 else go.Scatter
+    return trace(x=x, y=y, customdata=customdata, mode="markers", name=name, showlegend=False,
+                 marker=dict(size=size, symbol="square", opacity=0), hovertemplate=hovertemplate,
+                 selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)))
+
+
 LEGEND_ROW_LIMIT = 6  # more entries than this wrap into rows that cover the plot: they go to the right
 
 

@@ -57,7 +57,9 @@ def test_exposure_page_by_id_and_pasted(at):
 
     figure = plotly.io.from_json(heat.proto.spec)
     assert [a.text for a in figure.layout.annotations] == list(relq_table.index)  # one panel per method, in order
-    for trace, method in zip(figure.data, relq_table.index):
+    heatmaps = [t for t in figure.data if t.type == "heatmap"]  # each with its clickable cells laid over it
+    assert len(heatmaps) == len(relq_table.index) == len(figure.data) // 2
+    for trace, method in zip(heatmaps, relq_table.index):
         z = typed_array(trace.z)
         assert z[list(trace.y).index("0.5"), list(trace.x).index("0.9")] == pytest.approx(
             relq_table.loc[method, "RELQ_RBP,RBP(0.5,0.9)"], abs=1e-9), method

@@ -20,6 +20,24 @@ def wait_until_idle(page, timeout_ms: int = 300_000) -> None:
     page.locator("[data-testid='stStatusWidgetRunningIcon']").wait_for(state="detached", timeout=timeout_ms)
 
 
+def click_plotly_cell(page, chart, x, y, axes: str = "") -> None:
+    """Click a Plotly chart (a locator of its stPlotlyChart) at ``x``, ``y`` (a category's name on a
+    category axis, else a value) of the axes ``x{axes}``/``y{axes}`` (a subplot's), from the axes' own
+    data-to-pixel maps: a fixed fraction of the chart's box hits another point (or none) when the
+    page is laid out a little differently."""
+    chart.scroll_into_view_if_needed()
+    point = chart.locator(".js-plotly-plot").first.evaluate(
+        """(gd, [x, y, axes]) => {
+            const xa = gd._fullLayout['xaxis' + axes], ya = gd._fullLayout['yaxis' + axes];
+            const box = gd.getBoundingClientRect();  // d2p misreads numeric-looking category names: by index
+            const at = (ax, v) => ax._offset + ax.l2p(ax.type === 'category' ? ax._categories.indexOf(v) : v);
+            return [box.left + at(xa, x), box.top + at(ya, y)];
+        }""", [x, y, axes])
+    page.mouse.move(point[0], point[1])
+    page.wait_for_timeout(300)  # plotly finds the hovered point before the click
+    page.mouse.click(point[0], point[1])
+
+
 def screenshot_path(name: str) -> Path:
     """README screenshots are refreshed with EQI_UPDATE_SCREENSHOTS=1; otherwise kept out of git."""
     folder = ROOT / "assets" / "screenshots" if os.environ.get("EQI_UPDATE_SCREENSHOTS") else ROOT / "tests" / "_artifacts"

@@ -1,7 +1,10 @@
 """Real browser: the Ranker coverage page on TREC DL 2019 with its six run files."""
-import pytest
+import re
 
-from tests.browser.conftest import screenshot_path
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle
 from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.browser
@@ -43,7 +46,22 @@ def test_coverage_page_on_dl19(dashboard, page):
     chart = page.locator("[data-testid='stPlotlyChart']").filter(has_text="per query").first
     chart.scroll_into_view_if_needed()
     chart.wait_for(state="visible", timeout=60_000)
-    box = chart.bounding_box()
-    page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.55)
-    opened = page.locator("[data-testid='stSelectbox']").filter(has_text="when was the salvation army founded")
-    opened.first.wait_for(state="detached", timeout=60_000)  # the drill-down's box now names the clicked query
+    page.wait_for_timeout(1000)
+    bar, height = chart.locator(".js-plotly-plot").first.evaluate(  # the 4th bar: a clear difference, not the first
+        "gd => [gd._fullData[0].customdata[3][0], gd._fullData[0].y[3]]")
+    assert abs(height) > 0.05
+    click_plotly_cell(page, chart, 3, height / 2)
+    # the drill-down's box (its value is an input's, not text) now names the clicked bar's query
+    query_box = page.get_by_role("combobox", name="Query", exact=True)
+    expect(query_box).to_have_value(re.compile(f"^{bar}: "), timeout=60_000)
+    # a click on a cell of the clustered heatmap drills into that cell's query
+    wait_until_idle(page)
+    page.get_by_role("tab", name="Heatmap").click()
+    heat = page.locator("[data-testid='stPlotlyChart']").filter(has_text="per query and ranker").first
+    heat.wait_for(state="visible", timeout=60_000)
+    page.wait_for_timeout(1000)
+    rows, rankers = heat.locator(".js-plotly-plot").first.evaluate(
+        "gd => [gd._fullLayout.yaxis._categories, gd._fullLayout.xaxis._categories]")
+    qid = next(q for q in rows[len(rows) // 2:] if not query_box.input_value().startswith(f"{q}:"))  # not the open one
+    click_plotly_cell(page, heat, rankers[0], qid)
+    expect(query_box).to_have_value(re.compile(f"^{qid}: "), timeout=60_000)

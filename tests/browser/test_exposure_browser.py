@@ -1,7 +1,7 @@
 """Real browser: the Exposure page on the WordNet default with BM25 (exact map + reverse methods)."""
 import pytest
 
-from tests.browser.conftest import screenshot_path
+from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -32,3 +32,21 @@ def test_exposure_under_another_ranker_by_deep_link(dashboard, page):
     page.get_by_role("heading", name="Under another ranker").first.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(500)
     page.screenshot(path=str(screenshot_path("exposure-compare.png")))
+
+
+def test_a_patience_heatmap_cell_sets_the_sliders(dashboard, page):
+    """A click on a cell of the passage's RELQ-over-patience heatmaps moves both patience sliders (and
+    the outlined cell, the table's first column and the link) to that cell's pair."""
+    page.goto(f"{dashboard}/exposure?collection=wordnet&ranker=bm25&passage=08420278-n&gqd=0.5&gdq=0.9",
+              wait_until="domcontentloaded")
+    page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=300_000)
+    wait_until_idle(page)
+    page.get_by_text("RELQ of this passage over all patience parameters", exact=False).first.click()
+    wait_until_idle(page)  # opening it reruns the page (it stays open across reruns)
+    chart = page.locator("[data-testid='stPlotlyChart']").filter(has_text="patience parameters").first
+    chart.wait_for(state="visible", timeout=60_000)
+    page.wait_for_timeout(1000)
+    click_plotly_cell(page, chart, "0.3", "0.2", axes="2")  # the second method's panel: γ_d→q 0.3, γ_q→d 0.2
+    page.get_by_text("(γ_q→d 0.2, γ_d→q 0.3)", exact=False).first.wait_for(timeout=60_000)
+    page.wait_for_function("() => location.search.includes('gqd=0.2') && location.search.includes('gdq=0.3')",
+                           timeout=30_000)

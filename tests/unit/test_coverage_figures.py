@@ -58,8 +58,21 @@ def test_pairwise_scatter_one_marker_per_pair_of_values():
 
 def test_heatmap_hover_names_the_query():
     heat = figs.clustered_heatmap(V, "RR@10", texts={"q3": "river bank"})
-    row = list(heat.data[0].y).index("q3")
-    assert list(heat.data[0].customdata[row]) == ["q3: river bank"] * 3
+    cells = heat.data[1]  # the clickable points over the cells carry the hover and the click's query id
+    on_q3 = [c for c, y in zip(cells.customdata, cells.y) if y == "q3"]
+    assert [c[:2] for c in on_q3] == [["q3", "q3: river bank"]] * V.shape[1]
+    assert [c[2] for c in on_q3] == pytest.approx(list(V.loc["q3"]))
+    assert heat.data[0].hoverinfo == "skip" and "customdata[1]" in cells.hovertemplate
+
+
+def test_heatmap_keeps_the_clustered_order_of_numeric_ids():
+    """Numeric-looking query ids (Cranfield's "1".."225") stay categories in the clustered order, and the
+    invisible clickable points do not pad the axes beyond the cells."""
+    values = V.set_axis(["30", "2", "100", "7"])
+    heat = figs.clustered_heatmap(values, "RR@10")
+    assert heat.layout.yaxis.type == "category" and list(heat.layout.yaxis.categoryarray) == list(heat.data[0].y)
+    assert sorted(heat.data[0].y) == sorted(values.index) and list(heat.data[0].y) != sorted(values.index, key=int)
+    assert list(heat.layout.yaxis.range) == [-0.5, 3.5] and list(heat.layout.xaxis.range) == [-0.5, 2.5]
 
 
 def test_tasc_bars_skip_the_baseline(table):

@@ -141,7 +141,11 @@ def test_exposure_figures():
     assert {t.marker.color for t in legend} == {"#9A9A9A"}  # the hatching's key, not one method's colour
     assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0  # below the x-axis title
     grid = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=[0.5, 1.0], columns=[0.5, 1.0])
-    assert len(figs.relq_heatmaps({"x": grid, "y": grid}).data) == 2
+    heat = figs.relq_heatmaps({"x": grid, "y": grid})
+    assert [t.type for t in heat.data] == ["heatmap", "scatter", "heatmap", "scatter"]  # each panel's clickable cells
+    cells = heat.data[1]
+    assert list(cells.customdata[1]) == [0.5, 1.0, 0.2] and (cells.x[1], cells.y[1]) == ("1", "0.5")  # row 0.5, column 1
+    assert heat.layout.xaxis.type == heat.layout.yaxis2.type == "category" and list(heat.layout.xaxis2.range) == [-0.5, 1.5]
     rs = pd.DataFrame({"method": ["Exact", "Exact"], "rank": [1, 2], "exposing_queries": [5, 0]})
     assert list(figs.rank_size(rs).data[0].y) == [5]  # zeros cannot be drawn on a log axis
 
