@@ -205,9 +205,11 @@ with tab_tasc:
         figure_downloads(tfigs[f"bubble_{agg}"], f"tasc_bubble_{agg}", f"dl_fig_bubble_{agg}")
 with tab_heat:
     st.caption("Click a cell to drill into that query below.")
-    fig_heat = figs.clustered_heatmap(values[order], measure_name, texts=collection.query_text)
-    drill_into_click("fig_heat", st.plotly_chart(fig_heat, config=PLOT_CONFIG, key="fig_heat", on_select="rerun",
-                                                 selection_mode="points"), set(values.index))
+    fig_heat = figs.clustered_heatmap(values[order], measure_name, texts=collection.query_text)  # the downloads'
+    drill_into_click("fig_heat", st.plotly_chart(
+        figs.clustered_heatmap(values[order], measure_name, texts=collection.query_text,
+                               click_hint="click: this query across rankers"),
+        config=PLOT_CONFIG, key="fig_heat", on_select="rerun", selection_mode="points"), set(values.index))
     figure_downloads(fig_heat, "per_query_heatmap", "dl_fig_heat")
 with tab_unsolved:
     fig_unsolved = figs.solved_by_count(values)

@@ -146,9 +146,10 @@ if result.relq is not None:
                        f"outlined cell is the sliders' choice (γ_q→d {gamma_qd:g}, γ_d→q {gamma_dq:g}), the table's first "
                        "column. A method that keeps its colour along a row or column does not depend on that patience. "
                        "Click a cell to use its patiences.")
-            patience_fig = relq_heatmaps(grids, "This passage's RELQ over patience parameters", mark=(gamma_qd, gamma_dq),
-                                         click_hint="click: use these patiences")
-            st.plotly_chart(patience_fig, config=PLOT_CONFIG, key="exp_patience", on_select=use_clicked_patiences,
+            title = "This passage's RELQ over patience parameters"
+            patience_fig = relq_heatmaps(grids, title, mark=(gamma_qd, gamma_dq))  # the downloads' and report's
+            st.plotly_chart(relq_heatmaps(grids, title, mark=(gamma_qd, gamma_dq), click_hint="click: use these patiences"),
+                            config=PLOT_CONFIG, key="exp_patience", on_select=use_clicked_patiences,
                             selection_mode="points")
             figure_downloads(patience_fig, "relq_patience", "exp_patience_fig")
 

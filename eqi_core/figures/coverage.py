@@ -179,9 +179,11 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
-def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000, texts: dict | None = None) -> go.Figure:
+def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 2000, texts: dict | None = None,
+                      click_hint: str | None = None) -> go.Figure:
     """Query x ranker heatmap, queries ordered by hierarchical clustering (scipy) of their profiles; a
-    cell's click reports [query id, label, value] as customdata (``clickable_cells``)."""
+    cell's click reports [query id, label, value] as customdata (``clickable_cells``), and
+    ``click_hint`` says in the hover what a click does (none in an exported figure)."""
     from scipy.cluster.hierarchy import leaves_list, linkage
 
     v = values
@@ -197,8 +199,8 @@ def clustered_heatmap(values: pd.DataFrame, measure: str, max_queries: int = 200
     rows, cols = rows.ravel(), cols.ravel()
     fig.add_trace(clickable_cells([v.columns[c] for c in cols], [v.index[r] for r in rows],
                                   [[str(v.index[r]), labels[r], float(z[r, c])] for r, c in zip(rows, cols)],
-                                  "%{customdata[1]}<br>%{x}: %{customdata[2]:.3f}<br>click: this query across rankers"
-                                  "<extra></extra>", size=10))
+                                  "%{customdata[1]}<br>%{x}: %{customdata[2]:.3f}" + (f"<br>{click_hint}" if click_hint else "")
+                                  + "<extra></extra>", size=10))
     # categories in the clustered order, said outright (query ids such as "225" look like numbers);
     # the cells' own extent, not padded for the invisible markers laid over them
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=[str(q) for q in v.index],

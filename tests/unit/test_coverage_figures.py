@@ -63,6 +63,9 @@ def test_heatmap_hover_names_the_query():
     assert [c[:2] for c in on_q3] == [["q3", "q3: river bank"]] * V.shape[1]
     assert [c[2] for c in on_q3] == pytest.approx(list(V.loc["q3"]))
     assert heat.data[0].hoverinfo == "skip" and "customdata[1]" in cells.hovertemplate
+    assert "click" not in cells.hovertemplate  # an exported figure promises no click
+    hinted = figs.clustered_heatmap(V, "RR@10", click_hint="click: open it")
+    assert "click: open it" in hinted.data[1].hovertemplate
 
 
 def test_heatmap_keeps_the_clustered_order_of_numeric_ids():
