@@ -157,8 +157,11 @@ names = list(result.lists)
 chosen = st.multiselect("Methods in the chart", names, default=names[-2:] if len(names) > 2 else names, key="exp_chart_methods")
 if chosen and result.exact is not None:
     relq_values = result.relq[str(main_spec)].to_dict() if result.relq is not None else None
-    fig = exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec))
-    st.plotly_chart(fig, config=PLOT_CONFIG, key="exp_bars")
+    fig = exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec))  # the downloads'
+    st.plotly_chart(exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec),
+                                  click_hint="click: what this query shows (below)"),
+                    config=PLOT_CONFIG, key="exp_bars", selection_mode="points",
+                    on_select=lambda: st.session_state.update(exp_picked="exp_bars"))
     figure_downloads(fig, "exposure_bars", "exp_fig")
 
 cols = st.columns(1 + len(names))
@@ -185,11 +188,26 @@ if result.exact is not None and len(result.exact):
 TOP_SHOWN = 10  # a selected query's results shown: its top 10, then this passage's row if it is deeper
 
 
+def clicked_bar_query():
+    """The query of the bar clicked in the exposure chart (its customdata's query id), as a row of
+    the lists above, or None."""
+    points = ((st.session_state.get("exp_bars") or {}).get("selection") or {}).get("points") or []
+    data = next((p.get("customdata") for p in points if isinstance(p.get("customdata"), (list, tuple))), None)
+    if not data or len(data) < 3:
+        return None
+    for frame in [result.exact, *result.lists.values()]:
+        if frame is not None and len(hit := frame[frame["query_id"].astype(str) == str(data[2])]):
+            return hit.iloc[0]
+    return None
+
+
 def picked_query():
-    """The query selected in one of the lists above (the last one clicked), or None."""
+    """The query selected in one of the lists above or clicked in the chart (the last one), or None."""
     shown = {"exp_exact": result.exact.head(n_dq) if result.exact is not None else None,
              **{f"exp_list_{name}": frame for name, frame in result.lists.items()}}
     last = st.session_state.get("exp_picked")
+    if last == "exp_bars" and (bar := clicked_bar_query()) is not None:
+        return bar
     for key in sorted(shown, key=lambda k: k != last):  # the last clicked first; then any selection
         state = st.session_state.get(key) or {}  # a dict-like selection state: {"selection": {"rows": [...]}}
         rows = (state.get("selection") or {}).get("rows", [])
@@ -224,7 +242,8 @@ if result.lists or result.exact is not None:
             link_onward(st, "pages/latent.py", f"Walk from “{chosen_query['query']}” to this passage (Latent traversal)",
                         ":material/route:", query=chosen_query["query"], target=doc_id)
     else:
-        st.caption("Select a query in any list above to see what it shows, down to this passage.")
+        st.caption("Select a query in any list above, or click its bar in the chart, to see what it shows, down to this "
+                   "passage.")
 
 # -- under another ranker ------------------------------------------------------------------------------------
 change_fig, change, change_line, other_setup, other_exact = None, None, "", None, None

@@ -22,9 +22,11 @@ def method_colour(name: str) -> str:
 
 
 def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[str, float] | None = None,
-                  relq_label: str = "") -> go.Figure:
+                  relq_label: str = "", click_hint: str | None = None) -> go.Figure:
     """Figure 1: per method, bars at each exposure-list position with height n_q->d - rho(d, sigma_q)
-    (0 for non-exposing queries); hatched bars mark queries every shown method retrieved."""
+    (0 for non-exposing queries); hatched bars mark queries every shown method retrieved. A bar's
+    customdata is [query, shown rank, query id], so a page can open the clicked query; ``click_hint``
+    says in the hover what a click does."""
     names = list(lists)
     shared = set.intersection(*(set(f["query_id"]) for f in lists.values())) if len(lists) > 1 else set()
     titles = [f"{n}" + (f" ({relq_label} = {relq_values[n]:.3f})" if relq_values and n in relq_values else "") for n in names]
@@ -39,8 +41,10 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
             fig.add_trace(go.Bar(
                 x=f["position"][sel], y=height[sel], showlegend=False,
                 marker=dict(color=method_colour(name), pattern_shape="/" if flag else "", line_width=0),
-                customdata=np.stack([f["query"][sel], np.asarray(shown_rank, dtype=object)[sel]], axis=1),
-                hovertemplate="#%{x}: %{customdata[0]}<br>passage rank %{customdata[1]}<extra></extra>"), row=row, col=1)
+                customdata=np.stack([f["query"][sel], np.asarray(shown_rank, dtype=object)[sel],
+                                     f["query_id"].astype(str)[sel]], axis=1),
+                hovertemplate="#%{x}: %{customdata[0]}<br>passage rank %{customdata[1]}"
+                              + (f"<br>{click_hint}" if click_hint else "") + "<extra></extra>"), row=row, col=1)
         fig.update_yaxes(title_text="n_q→d − ρ", range=[0, n_qd * 1.05], row=row, col=1)
     if len(names) > 1:  # the legend explains the hatching, in grey: the colours are the methods'
         for flag, label in ((False, "only this method"), (True, "retrieved by all methods")):

@@ -34,9 +34,10 @@ def test_exposure_under_another_ranker_by_deep_link(dashboard, page):
     page.screenshot(path=str(screenshot_path("exposure-compare.png")))
 
 
-def test_a_patience_heatmap_cell_sets_the_sliders(dashboard, page):
+def test_clicks_on_the_patience_heatmap_and_the_exposure_bars(dashboard, page):
     """A click on a cell of the passage's RELQ-over-patience heatmaps moves both patience sliders (and
-    the outlined cell, the table's first column and the link) to that cell's pair."""
+    the outlined cell, the table's first column and the link) to that cell's pair; a click on a bar of
+    the exposure chart shows what its query retrieves."""
     page.goto(f"{dashboard}/exposure?collection=wordnet&ranker=bm25&passage=08420278-n&gqd=0.5&gdq=0.9",
               wait_until="domcontentloaded")
     page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=300_000)
@@ -50,3 +51,12 @@ def test_a_patience_heatmap_cell_sets_the_sliders(dashboard, page):
     page.get_by_text("(γ_q→d 0.2, γ_d→q 0.3)", exact=False).first.wait_for(timeout=60_000)
     page.wait_for_function("() => location.search.includes('gqd=0.2') && location.search.includes('gdq=0.3')",
                            timeout=30_000)
+    wait_until_idle(page)
+    bars = page.locator("[data-testid='stPlotlyChart']").filter(has_text="Exposing queries found").first
+    bars.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    x, height, query = bars.locator(".js-plotly-plot").first.evaluate(
+        "gd => [gd._fullData[0].x[0], gd._fullData[0].y[0], gd._fullData[0].customdata[0][0]]")
+    assert height > 0
+    click_plotly_cell(page, bars, x, height / 2)
+    page.get_by_text(f"What “{query}” shows", exact=False).first.wait_for(timeout=60_000)

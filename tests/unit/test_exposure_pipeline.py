@@ -136,6 +136,7 @@ def test_exposure_figures():
     assert [10.0] in heights  # exposure = n_q->d - rho = 10 - 0
     hover = [row[1] for t in fig.data if t.customdata is not None for row in t.customdata]
     assert "not in top 10" in hover and "-1" not in hover  # a non-exposing query says so, not "rank -1"
+    assert {row[2] for t in fig.data if t.customdata is not None for row in t.customdata} == {"a", "b"}  # a click's query
     legend = [t for t in fig.data if t.showlegend]
     assert [t.name for t in legend] == ["only this method", "retrieved by all methods"]
     assert {t.marker.color for t in legend} == {"#9A9A9A"}  # the hatching's key, not one method's colour
