@@ -169,6 +169,18 @@ if other is not None:
                + f" Its nDCG@10 and the target's rank (within its top {RANKER_DEPTH}) are the table's last two columns.")
 
 # -- steps table, then the map and the per-step chart -------------------------------------------------------
+def pick_clicked_step(chart_key: str) -> None:
+    """A click on a step in the map or the per-step chart (a point whose customdata starts with its
+    step) shows that step's results: a callback, so the step box below takes it before it is drawn."""
+    points = ((st.session_state.get(chart_key) or {}).get("selection") or {}).get("points") or []
+    for point in points:
+        data = point.get("customdata")
+        step = data[0] if isinstance(data, (list, tuple)) and data else data
+        if isinstance(step, (int, float)) and not isinstance(step, bool):
+            st.session_state["lat_step_pick"] = int(step)
+            return
+
+
 # the table takes the page's width: in a half-width column the decoded text, its source and the ranks fell
 # past the table's edge behind a horizontal scroll
 columns = ["step", "original", "decoded", "target_words", "source", "target_rank", "ndcg10", "cos_query", "cos_target"]
@@ -210,21 +222,24 @@ with left:
     with st.spinner("Fitting the UMAP map of the neighbourhood (the first map in a process compiles UMAP)..."):
         points, path = trajectory_map(space, trav)
     fig_map = trajectory(points, path)
-    st.plotly_chart(fig_map, config=PLOT_CONFIG, key="lat_map")
+    st.plotly_chart(fig_map, config=PLOT_CONFIG, key="lat_map", on_select=lambda: pick_clicked_step("lat_map"),
+                    selection_mode="points")
     figure_downloads(fig_map, "traversal_map", "lat_map_dl")
 with right:
     fig_steps = traversal_steps(frame)
-    st.plotly_chart(fig_steps, config=PLOT_CONFIG, key="lat_steps_fig")
+    st.plotly_chart(fig_steps, config=PLOT_CONFIG, key="lat_steps_fig", on_select=lambda: pick_clicked_step("lat_steps_fig"),
+                    selection_mode="points")
     figure_downloads(fig_steps, "traversal_steps", "lat_steps_dl")
+st.caption("Select a row of the table, or click a step in either chart, to see its results below.")
 
 # -- one step's results ---------------------------------------------------------------------------------------
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
 step_options = list(frame["step"])
-if rows:  # a click in the steps table picks the step
+if rows and rows != st.session_state.get("_lat_table_rows"):  # a new click in the steps table picks the step
     st.session_state["lat_step_pick"] = int(rows[0])
 elif st.session_state.get("_lat_step_walk") != params or st.session_state.get("lat_step_pick") not in step_options:
     st.session_state["lat_step_pick"] = int(hit["step"]) if hit is not None else int(trav.best()["step"])  # a new walk
-st.session_state["_lat_step_walk"] = params
+st.session_state["_lat_step_walk"], st.session_state["_lat_table_rows"] = params, rows
 step = st.selectbox("Results of step", step_options, key="lat_step_pick",
                     format_func=lambda k: f"{k}: {frame['decoded'].iloc[k]}")
 by = None

@@ -74,13 +74,15 @@ def step_labels(path: pd.DataFrame) -> list[str]:
 
 
 def traversal_steps(steps: pd.DataFrame, title: str | None = "Target rank and nDCG@10 per step") -> go.Figure:
-    """Per step: the target passage's rank (log scale, 1 at the top) and nDCG@10 of the decoding."""
+    """Per step: the target passage's rank (log scale, 1 at the top) and nDCG@10 of the decoding; each
+    point's customdata starts with its step, as the map's path does (a page opens the clicked step)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
+    step_ids = [[int(k)] for k in steps["step"]]  # a click reports its step (customdata[0]), as on the map
     fig.add_trace(go.Scatter(x=steps["step"], y=steps["target_rank"], name="target rank", mode="lines+markers",
-                             line=dict(color="#D62728"), text=steps["decoded"],
+                             line=dict(color="#D62728"), text=steps["decoded"], customdata=step_ids,
                              hovertemplate="step %{x}: %{text}<br>rank %{y}<extra></extra>"), secondary_y=False)
     fig.add_trace(go.Scatter(x=steps["step"], y=steps["ndcg10"], name="nDCG@10", mode="lines+markers",
-                             line=dict(color="#1F77B4", dash="dot"),
+                             line=dict(color="#1F77B4", dash="dot"), customdata=step_ids,
                              hovertemplate="step %{x}: nDCG@10 %{y:.3f}<extra></extra>"), secondary_y=True)
     worst = max(int(steps["target_rank"].max()), 2)
     ticks = [t for t in (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000) if t <= worst * 1.5]

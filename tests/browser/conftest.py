@@ -30,7 +30,7 @@ def click_plotly_cell(page, chart, x, y, axes: str = "") -> None:
         """(gd, [x, y, axes]) => {
             const xa = gd._fullLayout['xaxis' + axes], ya = gd._fullLayout['yaxis' + axes];
             const box = gd.getBoundingClientRect();  // d2p misreads numeric-looking category names: by index
-            const at = (ax, v) => ax._offset + ax.l2p(ax.type === 'category' ? ax._categories.indexOf(v) : v);
+            const at = (ax, v) => ax._offset + ax.l2p(ax.type === 'category' ? ax._categories.indexOf(v) : ax.d2l(v));
             return [box.left + at(xa, x), box.top + at(ya, y)];
         }""", [x, y, axes])
     page.mouse.move(point[0], point[1])

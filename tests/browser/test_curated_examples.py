@@ -1,10 +1,12 @@
 """Real browser: the curated examples on the home page open the right page in the right state,
 from a click and from a shared deep link; screenshots go to the README."""
 import os
+import re
 
 import pytest
+from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot_path
+from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -67,6 +69,13 @@ def test_example_traversal_fixes_a_failing_query(dashboard, page):
     page.set_viewport_size({"width": 1400, "height": 2100})  # the map sits below the full-width steps table
     page.wait_for_timeout(1500)
     page.screenshot(path=str(screenshot_path("example-traversal.png")), full_page=True)
+    # a click on a step of the per-step chart shows that step's results
+    wait_until_idle(page)
+    steps_chart = page.locator("[data-testid='stPlotlyChart']").filter(has_text="nDCG@10 per step").first
+    steps_chart.scroll_into_view_if_needed()
+    rank = steps_chart.locator(".js-plotly-plot").first.evaluate("gd => gd._fullData[0].y[3]")
+    click_plotly_cell(page, steps_chart, 3, rank)
+    expect(page.get_by_role("combobox", name="Results of step", exact=True)).to_have_value(re.compile("^3: "), timeout=60_000)
     # the walk's target handed on: who is shown the gold sense of "hair" (a link with the same collection and ranker)
     page.get_by_text("Which logged queries expose the target?", exact=False).first.click()
     page.get_by_text("Exposing queries (exact)", exact=False).first.wait_for(timeout=300_000)

@@ -307,7 +307,9 @@ def test_projection_and_figures(tiny_space):
     assert np.isfinite(points[["x", "y"]].to_numpy()).all() and np.isfinite(path[["x", "y"]].to_numpy()).all()
     fig = trajectory(points, path)
     assert isinstance(fig, go.Figure) and fig.data[-1].name == "decoded steps" and len(fig.data[-1].text) == 4
-    assert isinstance(traversal_steps(trav.steps), go.Figure)
+    steps_fig = traversal_steps(trav.steps)
+    # a click on either chart names its step first in customdata, which the page opens
+    assert [c[0] for c in fig.data[-1].customdata] == [c[0] for c in steps_fig.data[1].customdata] == [0, 1, 2, 3]
     curve = pd.DataFrame({"decoder": "neural", "step": [-1, 0, 1], "ndcg10": [0.5, 0.4, 0.7], "queries": 3})
     assert len(ndcg_curve(curve).data) == 1
     sugg = pd.DataFrame({"original": [0.5, 0.5], "best@1": [0.6, 0.5], "best@3": [0.7, 0.6]}, index=["RM3", "Sampling+QD"])
