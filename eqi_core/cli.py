@@ -1086,12 +1086,16 @@ def train_suggestion_ranker_cmd(
     export: Path | None = typer.Option(None, "--export", help="folder for ranker.json (default: the PRF suggester's own)"),
     pool_samples: int = typer.Option(POOL_SAMPLES, "--pool-samples", min=1, help="nucleus samples at the predicted points "
                                      "in each pool (shared out among them), for fitting and, via ranker.json, for suggesting"),
+    decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the pools' candidates "
+                                        "(default: the one the suggesters' cards name, speaks_with); the pools are kept "
+                                        "per decoder"),
 ) -> None:
     """Fit the PRF suggester's candidate re-ranker: pools (its samples + a sample at each feedback-walk point)
     for training queries,
     each candidate's nDCG@10 gain over its query, a linear model of it (ranker.json)."""
     import time
 
+    from eqi_core.decoder.natural import read_natural_card
     from eqi_core.rankers import load_encoder
     from eqi_core.store import file_sha256
     from eqi_core.suggestion.evaluate import evaluation_items
@@ -1102,17 +1106,20 @@ def train_suggestion_ranker_cmd(
         raise DataError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
     if not pick_penalty >= 0:
         raise DataError(f"--pick-penalty {pick_penalty:g}: expected a number >= 0")
+    if decoder is not None:
+        read_natural_card(decoder)  # a mistyped folder fails before any pool is built
     enc = load_encoder(encoder)
     sugg = find_suggester("prf", enc, _store(), suggester)
     started = time.time()
     pools, counts = {}, {}
     for spec in collections:
-        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False)
+        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False, decoder=decoder)
         held = set(map(str, heldout_q))
         items = evaluation_items(space, [q for q in space.collection.queries["query_id"].astype(str) if q not in held],
                                  queries, seed)
         if not items:
             raise DataError(f"{spec}: no judged training queries to fit the ranker on")
+        spoken_by = Path(space.model.card.get("_folder", decoder or "")).name
         pools[space.collection.name] = training_pools(space, sugg, items, _store(),
                                                       tqdm_progress(f"candidate pools ({space.collection.name})", "query"),
                                                       pool_samples)
@@ -1121,7 +1128,7 @@ def train_suggestion_ranker_cmd(
     ranker.pick_penalty, ranker.samples = pick_penalty, pool_samples
     folder = export or Path(sugg.card["_folder"])
     card = {"trained_on": counts, "pools": {"version": POOLS_VERSION, "candidates": POOL_DESCRIPTION,
-                                            "samples": pool_samples},
+                                            "samples": pool_samples, "spoken_by": spoken_by},
             "suggester_weights_sha256": file_sha256(Path(sugg.card["_folder"]) / "suggester.safetensors"),
             "target": f"{target}: {TARGETS[target]}, centred per query (ridge regression)",
             "pick": ("descending score, each round a different first passage (cover_first)" if not pick_penalty else

@@ -106,13 +106,17 @@ def _walk_chunk(space, items: pd.DataFrame, recipe: ReformulationRecipe) -> tupl
     return walks, steps, {"context": context, "rewrite": r_emb.astype(np.float16)}
 
 
-def dataset_params(spaces: list, recipe: ReformulationRecipe) -> dict:
-    model = spaces[0].model
+def decoder_digest(model) -> str:
+    """A decoder's identity in store keys: the digest of its card (training recipe, corpus, metrics), so
+    that what it decoded is never reused for another decoder's."""
     card = getattr(model, "card", {}) or {}
+    return content_digest(json.dumps({k: v for k, v in card.items() if not k.startswith("_")}, sort_keys=True, default=str))
+
+
+def dataset_params(spaces: list, recipe: ReformulationRecipe) -> dict:
     return {"collections": [s.collection.fingerprint for s in spaces], "encoder": spaces[0].encoder.id,
-            "decoder": content_digest(json.dumps({k: v for k, v in card.items() if not k.startswith("_")},
-                                                 sort_keys=True, default=str)),
-            "recipe": asdict(recipe), "filters": list(FILTERS), "version": VERSION}
+            "decoder": decoder_digest(spaces[0].model), "recipe": asdict(recipe), "filters": list(FILTERS),
+            "version": VERSION}
 
 
 def build_reformulations(spaces: list, store: ArtifactStore, recipe: ReformulationRecipe = ReformulationRecipe(),

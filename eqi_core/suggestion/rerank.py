@@ -25,7 +25,7 @@ import numpy as np
 from eqi_core.decoder.base import words
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
-from eqi_core.suggestion.dataset import FEEDBACK
+from eqi_core.suggestion.dataset import FEEDBACK, decoder_digest
 
 FEATURES = ("cos query", *(f"cos passage {j + 1}" for j in range(FEEDBACK)), "cos passages mean", "cos passages max",
             "top-1 score", "top-10 score", "top-1 minus top-10", "share of the query's top 10 kept",
@@ -273,6 +273,7 @@ def training_pools(space, suggester, items, store, progress: ProgressFn | None =
 
     weights = Path(suggester.card["_folder"]) / "suggester.safetensors"
     params = {"collection": space.collection.fingerprint, "encoder": space.encoder.id,
+              "decoder": decoder_digest(space.model),  # the pools' texts are this decoder's samples
               "suggester": file_sha256(weights),
               "items": content_digest(json.dumps([list(map(str, it)) for it in items])), "version": POOLS_VERSION,
               "samples": samples}

@@ -156,6 +156,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     assert card["pick_penalty"] == PICK_PENALTY and f"minus {PICK_PENALTY:g} x the largest word Jaccard" in card["pick"]
     (counts,) = card["trained_on"].values()
     assert counts["queries"] == 3 and counts["candidates"] > 3
+    assert card["pools"]["spoken_by"] == "natural-minilm-l6-real"  # the decoder the suggester cards name
     sugg = load_suggester(folder, load_encoder("minilm-l6"))
     assert sugg.ranker is not None and sugg.ranker.weights.shape == (len(FEATURES),)
     result = runner.invoke(app, ["suggest", "river bank", "-c", TINY, "--suggester", str(folder), "-n", "4"])
@@ -175,6 +176,8 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
     (["eval-suggestions", "-c", TINY, "--decoder", "/nonexistent/dec"], "/nonexistent/dec/card.json: not a natural decoder card"),
+    (["train-suggestion-ranker", "-c", TINY, "--decoder", "/nonexistent/dec"],
+     "/nonexistent/dec/card.json: not a natural decoder card"),
     (["eval-suggestions", "-c", TINY, "--decoder", "assets/decoders/natural-minilm-l6", "--write-card",
       "assets/suggesters/prf-minilm-l6"], "the suggesters' cards hold the table of the decoder they name"),
 ])

@@ -785,3 +785,26 @@ def test_the_suggesters_speak_through_the_decoder_their_card_names(tmp_path, mon
     with pytest.raises(DecoderError, match="speaks_with 'no-such-decoder' is not a decoder folder") as err:
         suggestion_decoder("minilm-l6")
     assert "\n" not in str(err.value)
+
+
+def test_candidate_pools_are_kept_per_decoder(natural_space, tiny_suggester, monkeypatch, tmp_path):
+    """The ranker's training pools are the decoder's samples: another decoder never loads them."""
+    from types import SimpleNamespace
+
+    from eqi_core.store import ArtifactStore
+    from eqi_core.suggestion import rerank
+
+    space, _ = natural_space
+    built = []
+
+    def fake_rows(space, suggester, items, progress, samples):
+        built.append(space.model.card.get("name"))
+        return {"x": np.zeros((1, len(rerank.FEATURES))), "gain": np.zeros(1), "group": np.zeros(1, dtype=int)}
+
+    monkeypatch.setattr(rerank, "pool_rows", fake_rows)
+    store, items = ArtifactStore(tmp_path), [("q1", "river bank")]
+    speaking = {name: SimpleNamespace(collection=space.collection, encoder=space.encoder,
+                                      model=SimpleNamespace(card={"name": name})) for name in ("a", "b")}
+    for name in ("a", "a", "b"):
+        rerank.training_pools(speaking[name], tiny_suggester, items, store)
+    assert built == ["a", "b"]  # the second "a" is loaded from the store
