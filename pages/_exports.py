@@ -1,9 +1,21 @@
-"""Figure downloads shared by the pages: PNG at slide resolution, SVG, self-contained HTML."""
+"""Figures on the pages: their plotly config, downloads (PNG at slide resolution, SVG, self-contained
+HTML) and what a click on one reports."""
 from __future__ import annotations
 
 import streamlit as st
 
 PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylogo": False}
+
+
+def clicked_data(event) -> list | None:
+    """The customdata of the clicked point of a chart (``st.plotly_chart(on_select=...)``'s value, or
+    ``st.session_state[key]`` in its callback), as a list; None without a click or customdata."""
+    points = ((event or {}).get("selection") or {}).get("points") or []
+    for point in points:
+        data = point.get("customdata")
+        if data is not None:
+            return list(data) if isinstance(data, (list, tuple)) else [data]
+    return None
 
 
 def figure_downloads(fig, name: str, key: str) -> None:

@@ -24,7 +24,7 @@ from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import RANKERS, release_date_for
 from eqi_core.reports import coverage_report
 from eqi_core.store import content_digest
-from pages._exports import PLOT_CONFIG, figure_downloads
+from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, live_run
 from pages._text import literal, marked, matched_words_line
@@ -154,13 +154,9 @@ def clicked_query(event, queries: set) -> str | None:
     """The query of the bar, point or heatmap cell clicked (its customdata's first entry), if any. (A
     heatmap's own cells report no selection in Streamlit; the heatmap's figure lays clickable points
     over them.)"""
-    points = ((event or {}).get("selection") or {}).get("points") or []  # the chart's state, a dict
-    for point in points:
-        data = point.get("customdata")
-        qid = str(data[0] if isinstance(data, (list, tuple)) else data) if data is not None else None
-        if qid in queries:
-            return qid
-    return None
+    data = clicked_data(event)
+    qid = str(data[0]) if data else None
+    return qid if qid in queries else None
 
 
 def drill_into_click(chart_key: str, event, queries: set) -> None:

@@ -13,7 +13,7 @@ from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, re
 from eqi_core.matching import change_overlap_line, shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
-from pages._exports import PLOT_CONFIG, figure_downloads
+from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, compare_with, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
@@ -75,8 +75,7 @@ else:
 def use_clicked_patiences() -> None:
     """A click on a cell of the patience heatmaps (below) sets the two patience sliders to that cell's
     (gamma_q->d, gamma_d->q): a callback, so the sliders take the values before they are drawn again."""
-    points = ((st.session_state.get("exp_patience") or {}).get("selection") or {}).get("points") or []
-    data = next((p.get("customdata") for p in points if isinstance(p.get("customdata"), (list, tuple))), None)
+    data = clicked_data(st.session_state.get("exp_patience"))
     if data and len(data) >= 2:
         st.session_state["exp_gqd"], st.session_state["exp_gdq"] = round(float(data[0]), 1), round(float(data[1]), 1)
         st.session_state["exp_patience_open"] = True  # the heatmaps stay in view
@@ -191,8 +190,7 @@ TOP_SHOWN = 10  # a selected query's results shown: its top 10, then this passag
 def clicked_bar_query():
     """The query of the bar clicked in the exposure chart (its customdata's query id), as a row of
     the lists above, or None."""
-    points = ((st.session_state.get("exp_bars") or {}).get("selection") or {}).get("points") or []
-    data = next((p.get("customdata") for p in points if isinstance(p.get("customdata"), (list, tuple))), None)
+    data = clicked_data(st.session_state.get("exp_bars"))
     if not data or len(data) < 3:
         return None
     for frame in [result.exact, *result.lists.values()]:

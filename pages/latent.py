@@ -11,7 +11,7 @@ from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import ranker_spec
 from eqi_core.suggestion.panel import RANKER_DEPTH, rank_labels, ranker_top, score_with_ranker
-from pages._exports import PLOT_CONFIG, figure_downloads
+from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
     CURATED_TRAVERSAL_QUERY,
@@ -172,13 +172,9 @@ if other is not None:
 def pick_clicked_step(chart_key: str) -> None:
     """A click on a step in the map or the per-step chart (a point whose customdata starts with its
     step) shows that step's results: a callback, so the step box below takes it before it is drawn."""
-    points = ((st.session_state.get(chart_key) or {}).get("selection") or {}).get("points") or []
-    for point in points:
-        data = point.get("customdata")
-        step = data[0] if isinstance(data, (list, tuple)) and data else data
-        if isinstance(step, (int, float)) and not isinstance(step, bool):
-            st.session_state["lat_step_pick"] = int(step)
-            return
+    data = clicked_data(st.session_state.get(chart_key))
+    if data and isinstance(data[0], (int, float)) and not isinstance(data[0], bool):
+        st.session_state["lat_step_pick"] = int(data[0])
 
 
 # the table takes the page's width: in a half-width column the decoded text, its source and the ranks fell
