@@ -187,8 +187,9 @@ narrow = other is not None  # two more columns: the text columns give way so tha
 if other is not None:
     shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(shown[f"gold_rank_{other.id}"])}).rename(
         columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"target rank ({other.id})"})
-st.markdown("**Decoded queries along the walk** (select a row to see its results; a step that decodes to "
-            "the original query is ticked under *repeats query* and never counted as a reformulation)")
+st.markdown("**Decoded queries along the walk** (select a row, or click a step in the charts below, to see its "
+            "results; a step that decodes to the original query is ticked under *repeats query* and never counted "
+            "as a reformulation)")
 picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
                       column_config={"step": st.column_config.NumberColumn(width=45),
                                      "repeats query": st.column_config.CheckboxColumn(
@@ -226,7 +227,6 @@ with right:
     st.plotly_chart(fig_steps, config=PLOT_CONFIG, key="lat_steps_fig", on_select=lambda: pick_clicked_step("lat_steps_fig"),
                     selection_mode="points")
     figure_downloads(fig_steps, "traversal_steps", "lat_steps_dl")
-st.caption("Select a row of the table, or click a step in either chart, to see its results below.")
 
 # -- one step's results ---------------------------------------------------------------------------------------
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
