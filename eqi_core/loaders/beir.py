@@ -76,7 +76,8 @@ class _Source:
         return sorted(PurePosixPath(m).stem for m in self.members if m.startswith("qrels/") and m.endswith(".tsv"))
 
 
-def _read_records(src: _Source, name: str, fields: list[str]) -> pd.DataFrame:
+def _read_records(src: _Source, name: str, fields: list[str], require_text: bool = False) -> pd.DataFrame:
+    """``require_text``: an empty text is an error (a query; a passage may be empty: BEIR corpora hold some)."""
     label = src.label(name)
     rows, first_seen = [], {}
     for lineno, obj in iter_jsonl(label, src.read(name)):
@@ -87,6 +88,8 @@ def _read_records(src: _Source, name: str, fields: list[str]) -> pd.DataFrame:
         text = obj.get("text")
         if not isinstance(text, str):
             raise DataError(f"{label}: line {lineno}: 'text' must be a string")
+        if require_text and not text.strip():
+            raise DataError(f"{label}: line {lineno}: empty query text (_id {rid!r}); expected the query's words")
         rows.append([rid] + [obj.get(f) or "" for f in fields])
     return pd.DataFrame(rows, columns=["id"] + fields)
 
@@ -96,7 +99,7 @@ def load_beir(path: str | Path, split: str | None = None, name: str | None = Non
     path = Path(path)
     src = _Source(path)
     corpus = _read_records(src, "corpus.jsonl", ["title", "text"]).rename(columns={"id": "doc_id"})
-    queries = _read_records(src, "queries.jsonl", ["text"]).rename(columns={"id": "query_id"})
+    queries = _read_records(src, "queries.jsonl", ["text"], require_text=True).rename(columns={"id": "query_id"})
     splits = src.splits()
     if split is None:
         split = "test" if "test" in splits else (splits[0] if splits else None)

@@ -38,6 +38,10 @@ def load_msmarco(path: str | Path, split: str | None = None, name: str | None = 
         dup = df[col].duplicated()
         if dup.any():
             raise DataError(f"{f}: duplicate id {df.loc[dup, col].iloc[0]!r}; ids must be unique")
+    empty = queries["text"].str.strip() == ""
+    if empty.any():  # as in BEIR's queries.jsonl and a query log; a passage may be empty
+        raise DataError(f"{queries_file}: query {queries.loc[empty, 'query_id'].iloc[0]!r}: empty query text; "
+                        "expected the query's words")
     qrels_file = _pick(path, "qrels*.tsv", split) or _pick(path, "qrels*.txt", split)
     qrels = read_qrels(qrels_file) if qrels_file else pd.DataFrame()
     return Collection(

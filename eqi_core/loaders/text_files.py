@@ -90,8 +90,10 @@ def _raise_first_bad_line(path, text: str, ncols: int, expected: str, sep: str) 
         if not line.strip():
             continue
         fields = line.split("\t") if sep == "\t" else line.split()
-        if len(fields) != ncols or any(f == "" for f in fields):
+        if len(fields) != ncols:
             raise DataError(f"{path}: line {lineno}: found {len(fields)} fields; expected {expected}")
+        if "" in fields:
+            raise DataError(f"{path}: line {lineno}: field {fields.index('') + 1} is empty; expected {expected}")
     raise DataError(f"{path}: could not be parsed; expected {expected}")
 
 

@@ -35,6 +35,8 @@ CASES = {
     "id with a tab": (dict(corpus='{"_id": "d\\t1", "text": "x"}\n'), r"line 1: '_id' 'd\\t1' contains whitespace"),
     "id with a newline": (dict(queries='{"_id": "q\\n1", "text": "x"}\n'), r"queries.jsonl: line 1: '_id' .* contains whitespace"),
     "text not a string": (dict(corpus='{"_id": "d1", "text": 5}\n'), r"line 1: 'text' must be a string"),
+    "empty query": (dict(queries=GOOD_QUERIES + '{"_id": "q2", "text": "  "}\n'),
+                    r"queries.jsonl: line 2: empty query text \(_id 'q2'\); expected the query's words"),
     "non-numeric grade": (dict(qrels="query-id\tcorpus-id\tscore\nq1\td1\thigh\n"), r"test.tsv: line 2: relevance 'high' is not a number"),
     "fractional grade": (dict(qrels="query-id\tcorpus-id\tscore\nq1\td1\t1.5\n"), r"test.tsv: line 2: relevance '1.5' is not an integer"),
     "qrels missing a column": (dict(qrels="query-id\tcorpus-id\tscore\nq1\td1\n"), r"test.tsv: line 2: found 2 fields"),
@@ -60,6 +62,13 @@ def test_negative_grades_and_unknown_ids_are_kept_with_notes(tmp_path):
     assert sorted(c.qrels["relevance"]) == [-1, 1, 2]
     assert any("name passages that are not in the corpus" in n for n in c.notes)
     assert any("name queries that are not in the query set" in n for n in c.notes)
+
+
+def test_an_empty_passage_is_kept(tmp_path):
+    """BEIR corpora hold passages without text: kept (a query without text is an error, above)."""
+    empty = json.dumps({"_id": "d3", "title": "", "text": ""})
+    c = load_collection(f"beir:{beir(tmp_path, corpus=GOOD_CORPUS + empty + chr(10))}")
+    assert "d3" in set(c.passages["doc_id"])
 
 
 def test_million_character_passage_is_accepted_and_searchable(tmp_path, store):

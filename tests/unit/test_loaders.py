@@ -129,6 +129,16 @@ def test_msmarco_bad_line(tmp_path):
         load_msmarco(tmp_path)
 
 
+def test_msmarco_empty_fields_and_queries_are_one_line(tmp_path):
+    (tmp_path / "collection.tsv").write_text("0\tfine\n1\t\n")
+    (tmp_path / "queries.dev.tsv").write_text("100\tq\n101\t  \n")
+    with pytest.raises(DataError, match=r"collection.tsv: line 2: field 2 is empty; expected 2 columns \(pid<TAB>passage\)"):
+        load_msmarco(tmp_path)  # not "found 2 fields; expected 2 columns"
+    (tmp_path / "collection.tsv").write_text("0\tfine\n1\tsecond\n")
+    with pytest.raises(DataError, match=r"queries.dev.tsv: query '101': empty query text; expected the query's words"):
+        load_msmarco(tmp_path)
+
+
 def test_trec_qrels_and_tsv_qrels(tmp_path):
     (tmp_path / "a.qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 -1\n")
     (tmp_path / "b.tsv").write_text("q1\td1\t2\nq1\td2\t0\n")
