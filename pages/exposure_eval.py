@@ -4,12 +4,20 @@ import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.exposure.audit import min_document_frequency, query_traits, rank_size, summarise_retrievability, trait_probabilities
-from eqi_core.exposure.evaluate import cached_table2, expanding_log, patience_grid, table2_available, training_size_grid
+from eqi_core.exposure.evaluate import (
+    cached_table2,
+    expanding_log,
+    patience_grid,
+    table2_available,
+    training_size_grid,
+    ttests_at,
+)
 from eqi_core.exposure.learned import TrainingConfig
+from eqi_core.exposure.relq import relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
-from pages._exports import PLOT_CONFIG
+from pages._exports import PLOT_CONFIG, clicked_data
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
@@ -64,7 +72,7 @@ st.dataframe(res["table"].style.format("{:.3f}"), width="stretch", key="ev_table
 st.download_button("Table 2 (CSV)", res["table"].to_csv().encode(), "table2.csv", key="ev_dl_t2")
 st.caption(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']} (grid search on 300 training "
            "passages). One-tailed paired t-tests on RELQ_RBP,RBP(0.5,0.9) against dense-reverse:")
-st.dataframe(res["ttests"].style.format({"mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}),
+st.dataframe(res["ttests"].style.format({"mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}, na_rep="—"),
              hide_index=True, width="stretch", key="ev_ttests")
 
 lists, test = res["lists"], res["test_docs"]
@@ -74,6 +82,11 @@ names = [n for n in lists if n != "Brute force"]
 @st.cache_data(show_spinner="Computing RELQ over the patience grid...", max_entries=8)
 def grids(key: str, methods: tuple[str, ...]):
     return {m: patience_grid(setup.exposure, test, lists[m], int(n_dq)) for m in methods}
+
+
+@st.cache_data(show_spinner="Paired t-tests at the clicked patiences...", max_entries=16)
+def tests_at(key: str, gamma_qd: float, gamma_dq: float, n: int):
+    return ttests_at(setup.exposure, test, lists, relq_rbp(gamma_qd, gamma_dq, n), setup.dense_reverse().name)
 
 
 @st.cache_data(show_spinner="Counting query traits...", max_entries=4)
@@ -88,7 +101,19 @@ with tab_heat:
     pair = st.multiselect("Methods", names, default=[n for n in names if n.startswith("dense")][:1] + ["Residual"],
                           max_selections=2, key="ev_heat_methods")
     if pair:
-        st.plotly_chart(figs.relq_heatmaps(grids(res["artifact"], tuple(pair))), config=PLOT_CONFIG, key="ev_heat")
+        event = st.plotly_chart(figs.relq_heatmaps(grids(res["artifact"], tuple(pair)),
+                                                   click_hint="click: paired t-tests at these patiences"),
+                                config=PLOT_CONFIG, key="ev_heat", on_select="rerun", selection_mode="points")
+        cell = clicked_data(event)
+        if cell and len(cell) >= 2:
+            g_qd, g_dq = round(float(cell[0]), 1), round(float(cell[1]), 1)
+            st.markdown(f"**At γ_q→d {g_qd:g}, γ_d→q {g_dq:g}** (the clicked cell): each method's mean RELQ and its "
+                        "one-tailed paired t-test against dense-reverse, as Table 2's at (0.5, 0.9)")
+            st.dataframe(tests_at(res["artifact"], g_qd, g_dq, int(n_dq)).style.format(
+                {"mean RELQ": "{:.3f}", "mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}, na_rep="—"),
+                hide_index=True, width="stretch", key="ev_cell_tests")
+        else:
+            st.caption("Click a cell for each method's mean RELQ and paired t-test against dense-reverse at its patiences.")
 with tab_size:
     st.plotly_chart(figs.rank_size(rank_size(setup.exposure, test, {n: lists[n] for n in names})), config=PLOT_CONFIG, key="ev_rank_size")
 with tab_retr:

@@ -61,6 +61,16 @@ def paired_ttests(per_passage: pd.DataFrame, spec: str, reference: str) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def ttests_at(exposure: ExposureMap, docs: np.ndarray, lists: dict[str, np.ndarray], spec, reference: str) -> pd.DataFrame:
+    """Table 2's one-tailed paired t-tests against ``reference`` at another RELQ ``spec`` (e.g. the
+    patiences of a heatmap cell an auditor clicked), each method's mean beside them: whether a method's
+    lead holds where the searcher or the auditor is more or less patient."""
+    per_passage = evaluate_lists(exposure, docs, lists, [spec])
+    means = per_passage.groupby("method", sort=False)[str(spec)].mean().rename("mean RELQ")
+    tests = paired_ttests(per_passage, str(spec), reference)
+    return means.to_frame().join(tests.set_index("method")).reset_index()
+
+
 def run_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config: TrainingConfig | None = None,
                progress: ProgressFn | None = None, seed: int = 0) -> dict:
     """Brute force, BM25-reverse, BM25-tuned, dense-reverse, Append and Residual on held-out passages."""

@@ -110,6 +110,8 @@ def test_exposure_evaluation_page_runs(at):
     table = at.dataframe[0].value
     assert "Brute force" in table.index and "Residual" in table.index
     assert table.loc["Brute force"].min() == pytest.approx(1.0)
+    # the patience heatmaps say what a click on a cell gives (the click itself: a browser's)
+    assert any("Click a cell for each method's mean RELQ and paired t-test" in c.value for c in at.caption)
 
 
 def test_exposure_from_an_uploaded_result_log(at, tmp_path):

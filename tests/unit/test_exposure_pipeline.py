@@ -45,6 +45,18 @@ def test_table2_rows(setup):
                                         "Append", "Residual"]
     assert (res["table"].loc["Brute force"] == 1.0).all()
     assert list(res["table"].columns) == [str(s.__class__(s.eqi_user, s.searcher, 5)) for s in TABLE2_SPECS]
+    # the t-tests at a clicked cell: at Table 2's own patiences they are its t-tests, beside its means
+    from eqi_core.exposure.evaluate import ttests_at
+
+    reference = setup.dense_reverse().name
+    at = ttests_at(setup.exposure, res["test_docs"], res["lists"], relq_rbp(0.5, 0.9, 5), reference)
+    assert list(at["method"]) == list(res["table"].index)
+    np.testing.assert_allclose(at["mean RELQ"], res["table"][str(relq_rbp(0.5, 0.9, 5))])
+    tested = at.dropna(subset=["vs"]).sort_values("method").reset_index(drop=True)
+    expected = res["ttests"].sort_values("method").reset_index(drop=True)
+    pd.testing.assert_frame_equal(tested[["method", "vs", "mean_diff", "t"]], expected[["method", "vs", "mean_diff", "t"]])
+    other = ttests_at(setup.exposure, res["test_docs"], res["lists"], relq_rbp(0.2, 0.3, 5), reference)
+    np.testing.assert_allclose(other.set_index("method").loc["Brute force", "mean RELQ"], 1.0)
 
 
 def test_lookup_by_id_and_pasted_text(setup):
