@@ -9,10 +9,13 @@ PLOT_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 3}, "displaylo
 
 def clicked_data(event) -> list | None:
     """The customdata of the clicked point of a chart (``st.plotly_chart(on_select=...)``'s value, or
-    ``st.session_state[key]`` in its callback), as a list; None without a click or customdata."""
+    ``st.session_state[key]`` in its callback), as a list; None without a click or customdata. (A row
+    of a numeric numpy customdata arrives as {"0": ..., "1": ...}.)"""
     points = ((event or {}).get("selection") or {}).get("points") or []
     for point in points:
         data = point.get("customdata")
+        if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):  # a numeric array's row
+            return [data[k] for k in sorted(data, key=int)]
         if data is not None:
             return list(data) if isinstance(data, (list, tuple)) else [data]
     return None

@@ -7,11 +7,20 @@ import streamlit as st
 from eqi_core.coverage.hardest import MEASURES, ranker_effectiveness
 from eqi_core.encoders import cut_note, passages_cut
 from eqi_core.errors import DataError
-from eqi_core.figures.collection import grade_distribution, length_distributions, per_query_histogram, result_grades, word_counts
+from eqi_core.figures.collection import (
+    PER_QUERY_BINS,
+    grade_distribution,
+    length_distributions,
+    per_query_bin,
+    per_query_histogram,
+    result_grades,
+    word_counts,
+)
 from eqi_core.judged import comparison_line, judged_passages, judged_search, judging_queries, rank_under
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import DEFAULT_RANKER, has_run, ranker_spec
+from pages._exports import clicked_data
 from pages._rankings import compare_with
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import (
@@ -222,17 +231,28 @@ def where_the_ranker_fails() -> None:
             for note in eff.notes:
                 st.caption(note)
     left, right = st.columns([1, 1])
-    left.plotly_chart(per_query_histogram(eff.per_query["nDCG@10"], "nDCG@10", name), key="eff_figure")
+    clicked = clicked_data(left.plotly_chart(
+        per_query_histogram(eff.per_query["nDCG@10"], "nDCG@10", name, click_hint="click: these queries (right)"),
+        key="eff_figure", on_select="rerun", selection_mode="points"))
+    in_bar = int(clicked[1]) if clicked and len(clicked) >= 2 else None
     right.markdown("**The queries it fails hardest** (lowest nDCG@10, then RR@10, then where the gold passage ranks; "
-                   "equal ones in a fixed shuffled order). Select one for what it should have asked.")
+                   "equal ones in a fixed shuffled order). Select one for what it should have asked; click a bar of the "
+                   "histogram for its queries.")
     wanted = right.text_input("Find a judged query", key="eff_find", placeholder="a word of the query (all queries, hardest first)")
     listed = eff.per_query[eff.per_query["query"].str.contains(wanted.strip(), case=False, regex=False)] if wanted.strip() \
         else eff.per_query
+    if in_bar is not None:
+        listed = listed[per_query_bin(listed["nDCG@10"]) == in_bar]
     hardest = listed.head(20).reset_index(drop=True)
-    if wanted.strip():
-        right.caption(f"{len(listed):,} judged {'query contains' if len(listed) == 1 else 'queries contain'} "
-                      f"“{literal(wanted.strip())}”" + ("; the 20 hardest shown." if len(listed) > 20 else "."))
-    table_key = f"eff_hardest_{ranker.id}_{hashlib.sha1(wanted.strip().encode()).hexdigest()[:8]}"  # a new filter: unselected
+    if wanted.strip() or in_bar is not None:
+        one = len(listed) == 1
+        found = [f"{'contains' if one else 'contain'} “{literal(wanted.strip())}”"] if wanted.strip() else []
+        found += [f"{'has' if one else 'have'} nDCG@10 {PER_QUERY_BINS[in_bar]} (the clicked bar; click it again for all)"] \
+            if in_bar is not None else []
+        right.caption(f"{len(listed):,} judged {'query' if len(listed) == 1 else 'queries'} " + " and ".join(found)
+                      + ("; the 20 hardest shown." if len(listed) > 20 else "."))
+    table_key = (f"eff_hardest_{ranker.id}_{hashlib.sha1(wanted.strip().encode()).hexdigest()[:8]}"
+                 f"_{in_bar}")  # a new filter: unselected
     picked = right.dataframe(hardest, hide_index=True, width="stretch", key=table_key, on_select="rerun",
                              selection_mode="single-row", placeholder=f"> {eff.depth}", height=300,
                              column_order=["query", *MEASURES, "gold rank", "gold passage", "query_id"],

@@ -56,19 +56,31 @@ def result_grades(results: pd.DataFrame) -> go.Figure:
     return style(fig, height=280)
 
 
-def per_query_histogram(values: pd.Series, measure: str, ranker: str) -> go.Figure:
-    """How a ranker's per-query ``measure`` is spread over the judged queries (bins of 0.1; the bar
-    at 0 is the queries with no relevant passage in the cut-off), so one mean is not read alone."""
+PER_QUERY_EDGES = tuple(i / 10 for i in range(11))  # bins of 0.1 above a bar of its own at 0
+PER_QUERY_BINS = ("0", *(f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(PER_QUERY_EDGES[:-1], PER_QUERY_EDGES[1:])))
+
+
+def per_query_bin(values: pd.Series) -> pd.Series:
+    """Each query's bar in ``per_query_histogram``: 0 for a value of 0, else 1-10 for (0, 0.1),
+    [0.1, 0.2), ..., [0.9, 1.0] (numpy's histogram bins, the last closed), so a page can list the
+    queries of a clicked bar."""
     import numpy as np
 
-    edges = np.linspace(0, 1, 11)
-    zero = int((values == 0).sum())
-    counts, _ = np.histogram(values[values > 0], bins=edges)
-    labels = ["0"] + [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(edges[:-1], edges[1:])]
-    share = np.concatenate([[zero], counts]) / max(len(values), 1) * 100
-    fig = go.Figure(go.Bar(x=labels, y=share, marker_color=["#E45756"] + ["#4C78A8"] * len(counts),
-                           customdata=np.concatenate([[zero], counts]),
-                           hovertemplate=f"{measure} %{{x}}: %{{customdata}} queries (%{{y:.1f}}%)<extra></extra>"))
+    inner = np.clip(np.searchsorted(PER_QUERY_EDGES, values.to_numpy(dtype=float), side="right"), 1, 10)
+    return pd.Series(np.where(values.to_numpy() == 0, 0, inner), index=values.index)
+
+
+def per_query_histogram(values: pd.Series, measure: str, ranker: str, click_hint: str | None = None) -> go.Figure:
+    """How a ranker's per-query ``measure`` is spread over the judged queries (bins of 0.1; the bar
+    at 0 is the queries with no relevant passage in the cut-off), so one mean is not read alone. A
+    bar's customdata is [queries, bar index of ``per_query_bin``]."""
+
+    counts = per_query_bin(values).value_counts().reindex(range(len(PER_QUERY_BINS)), fill_value=0).to_numpy()
+    share = counts / max(len(values), 1) * 100
+    fig = go.Figure(go.Bar(x=list(PER_QUERY_BINS), y=share, marker_color=["#E45756"] + ["#4C78A8"] * (len(counts) - 1),
+                           customdata=[[int(c), i] for i, c in enumerate(counts)],  # lists: a click reports a list
+                           hovertemplate=f"{measure} %{{x}}: %{{customdata[0]}} queries (%{{y:.1f}}%)"
+                                         + (f"<br>{click_hint}" if click_hint else "") + "<extra></extra>"))
     fig.update_xaxes(title_text=f"{measure} per query ({len(values):,} judged queries; 0 on its own)", type="category")
     fig.update_yaxes(title_text="queries (%)")
     return style(fig, f"{ranker}: {measure} per query", height=320)

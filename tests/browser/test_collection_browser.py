@@ -49,3 +49,12 @@ def test_where_the_ranker_fails_in_real_browser(dashboard, page):
     path = screenshot_path("where-it-fails.png")
     page.screenshot(path=str(path), clip={"x": 280, "y": box["y"] - 20, "width": 1120, "height": 760})
     assert path.stat().st_size > 20_000
+    # a click on a bar of the histogram lists that bar's queries
+    from tests.browser.conftest import click_plotly_cell
+
+    histogram = page.locator("[data-testid='stPlotlyChart']").filter(has_text="nDCG@10 per query").first
+    label, share = histogram.locator(".js-plotly-plot").first.evaluate(
+        "gd => { const y = Array.from(gd._fullData[0].y), i = y.indexOf(Math.max(...y.slice(1)));"
+        " return [gd._fullData[0].x[i], y[i]]; }")  # the tallest bar above 0
+    click_plotly_cell(page, histogram, label, share / 2)
+    page.get_by_text(f"nDCG@10 {label} (the clicked bar", exact=False).first.wait_for(timeout=60_000)

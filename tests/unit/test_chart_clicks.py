@@ -7,6 +7,8 @@ def test_the_first_clicked_point_with_customdata():
                                       {"customdata": [0.9, 0.9, 0.1]}]}}
     assert clicked_data(state) == [0.2, 0.3, 0.99]
     assert clicked_data({"selection": {"points": [{"customdata": "q7"}]}}) == ["q7"]  # one value, as a list
+    # a row of a numeric numpy customdata, as Streamlit reports it
+    assert clicked_data({"selection": {"points": [{"customdata": {"1": 10, "0": 42}}]}}) == [42, 10]
 
 
 def test_no_click_is_none():

@@ -1,7 +1,16 @@
 import pandas as pd
 import plotly.graph_objects as go
 
-from eqi_core.figures.collection import grade_distribution, length_distributions, result_grades, word_counts
+from eqi_core.figures.collection import (
+    PER_QUERY_BINS,
+    PER_QUERY_EDGES,
+    grade_distribution,
+    length_distributions,
+    per_query_bin,
+    per_query_histogram,
+    result_grades,
+    word_counts,
+)
 
 
 def test_word_counts():
@@ -58,3 +67,17 @@ def test_lorenz_comparison_one_curve_and_point_per_ranker():
                               {"bm25": "BM25", "minilm-l6": "MiniLM-L6 (dense)"})
     assert [t.name for t in named.data if t.showlegend is not False][1:] == ["BM25 (Gini 0.250)", "MiniLM-L6 (dense) (Gini 0.000)"]
     assert "under BM25:" in named.data[2].hovertemplate and named.data[1].line.color == fig.data[1].line.color
+
+
+def test_per_query_bars_are_numpys_bins_and_name_their_queries():
+    import numpy as np
+
+    values = pd.Series([0.0, 0.0, 0.05, 0.1, 0.15, 0.5, 0.99, 1.0, 0.3], index=list("abcdefghi"))
+    bins = per_query_bin(values)
+    assert list(bins) == [0, 0, 1, 2, 2, 6, 10, 10, 4]  # 0 alone; (0, 0.1); [0.1, 0.2); ...; [0.9, 1.0]
+    fig = per_query_histogram(values, "nDCG@10", "bm25")
+    bar = fig.data[0]
+    inner, _ = np.histogram(values[values > 0], bins=np.array(PER_QUERY_EDGES))  # 0.3 is 3 / 10, not linspace's 0.30000000000000004
+    assert [int(c[0]) for c in bar.customdata] == [2, *inner]  # the counts numpy gives
+    assert [int(c[1]) for c in bar.customdata] == list(range(11)) and list(bar.x) == list(PER_QUERY_BINS)
+    assert "click" not in bar.hovertemplate and "click: x" in per_query_histogram(values, "m", "r", "click: x").data[0].hovertemplate
