@@ -74,7 +74,6 @@ def per_query_histogram(values: pd.Series, measure: str, ranker: str, click_hint
     """How a ranker's per-query ``measure`` is spread over the judged queries (bins of 0.1; the bar
     at 0 is the queries with no relevant passage in the cut-off), so one mean is not read alone. A
     bar's customdata is [queries, bar index of ``per_query_bin``]."""
-
     counts = per_query_bin(values).value_counts().reindex(range(len(PER_QUERY_BINS)), fill_value=0).to_numpy()
     share = counts / max(len(values), 1) * 100
     fig = go.Figure(go.Bar(x=list(PER_QUERY_BINS), y=share, marker_color=["#E45756"] + ["#4C78A8"] * (len(counts) - 1),
