@@ -1195,8 +1195,8 @@ def eval_suggestions_cmd(
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary.csv, lists.jsonl and summary.json here"),
     write_card: list[Path] = typer.Option([], "--write-card", help="also store the table in these suggester folders' "
                                           "card.json (rows of the same collections replaced); the page shows it"),
-    only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, sampling, "
-                                    "centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
+    only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, feedback-term, "
+                                    "random-term, sampling, centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
                                     "run's lists.jsonl in --output-dir (same collections, queries and seed)"),
     decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the suggestions "
                                         "(e.g. assets/decoders/natural-minilm-l6); default: the one the suggesters' "
@@ -1290,7 +1290,10 @@ def eval_suggestions_cmd(
         card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list
-        card["evaluation_commands"] = {**commands, **{name: " ".join(["eqi", *sys.argv[1:]]) for name in sorted(names)}}
+        this = " ".join(["eqi", *sys.argv[1:]])
+        # a run with --only keeps the other methods' lists of the run before it: the card names both
+        card["evaluation_commands"] = {**commands, **{
+            name: f"{commands[name]}, then {this}" if only and commands.get(name) else this for name in sorted(names)}}
         atomic_write(folder / CARD, json.dumps(card, indent=1, default=str))
 
 

@@ -194,7 +194,9 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
         st.plotly_chart(reformulation_histograms(data["figure4"]), config=PLOT_CONFIG, key="sug_fig4")
     if card.get("evaluation"):
         st.markdown("**Held-out evaluation** (`eqi eval-suggestions`: best-of-k nDCG@10 with bootstrap 95% intervals "
-                    "over queries; the oracle walk knows the gold passage and is an upper reference)")
+                    "over queries; the oracle walk knows the gold passage and is an upper reference; the rows marked "
+                    "*probe* are the query plus a random word, of the top-5 passages or of the collection: what "
+                    "best-of-k gives for merely perturbing the query)")
         table = pd.DataFrame(card["evaluation"])
         for name, part in table.groupby("collection", sort=False):
             how = f" (decoding: {part['decoding'].iloc[0]})" if "decoding" in part and part["decoding"].notna().any() else ""

@@ -8,8 +8,8 @@ from plotly.subplots import make_subplots
 
 from eqi_core.figures.theme import style
 
-METHOD_COLOURS = {"RM3": "#9ECAE9", "Sampling+QD": "#BAB0AC", "feedback centroid+QD": "#F2CF5B",
-                  "feedback walks+QD": "#B279A2",
+METHOD_COLOURS = {"RM3": "#9ECAE9", "random feedback term (probe)": "#D6EAF8", "random term, no feedback (probe)": "#E5E5E5",
+                  "Sampling+QD": "#BAB0AC", "feedback centroid+QD": "#F2CF5B", "feedback walks+QD": "#B279A2",
                   "suggester (plain)": "#4C78A8", "suggester (PRF)": "#E45756", "walk to gold (oracle)": "#54A24B"}
 CUTOFFS = (1, 3, 5, 10)
 

@@ -2,6 +2,11 @@
 
 - RM3: the original query plus one expansion term, for each of the n best terms of a relevance
   model estimated from the ranker's top-5 passages (Pal et al. 2013, Eq. 20; Dirichlet, mu = 2500).
+- Two probes of what best-of-k rewards, not suggesters: the query plus a random term of the same
+  top-5 passages (RM3's access and candidate terms, without its weights), and the query plus a
+  random term of the collection (no feedback at all: a mere perturbation of the query). On TREC DL
+  2019 the first matches RM3 and the second already gains on the query: a max over ten near-copies
+  of a query collects the ranker's noise as well as better queries.
 - Sampling+QD: points drawn uniformly from an epsilon-ball around the query's embedding, each
   decoded by nucleus sampling ("we sample a point uniformly at random from an epsilon-ball around the
   embedding of the original query and use the query decoder to decode that point"; every method's
@@ -65,6 +70,59 @@ def rm3_suggestions(space, query: str, n: int = 10, feedback_docs: int = 5) -> l
     texts = space.collection.passage_texts()
     feedback = [texts[i] for i in idx[0]]
     return [f"{query} {w}" for w, _ in rm3_terms(query, feedback, space.collection, n)]
+
+
+FEEDBACK_TERM = "random feedback term (probe)"
+RANDOM_TERM = "random term, no feedback (probe)"
+
+
+def expansion_candidates(query: str, texts) -> list[str]:
+    """The distinct terms of ``texts`` that RM3 may add to ``query``: not stop words, not already in
+    the query (accents aside), longer than one character; in order of first appearance."""
+    stop, seen = stopwords(), {fold(w) for w in terms(query)}
+    return list(dict.fromkeys(w for t in texts for w in terms(t) if w not in stop and fold(w) not in seen and len(w) > 1))
+
+
+def feedback_term_suggestions(space, query: str, n: int = 10, seed: int = 0, feedback_docs: int = 5) -> list[str]:
+    """The query plus one term drawn at random (seeded, without replacement) from RM3's candidate
+    terms in the ranker's top-5 passages: RM3's access without its relevance model, the probe that
+    says how much of RM3's best-of-k its weights earn."""
+    query = check_query(query)
+    _, idx = space.top(space.encode([query]), feedback_docs)
+    texts = space.collection.passage_texts()
+    pool = expansion_candidates(query, [texts[i] for i in idx[0]])
+    rng = np.random.default_rng(seed)
+    return [f"{query} {pool[j]}" for j in rng.permutation(len(pool))[:n]]
+
+
+@lru_cache(maxsize=4)
+def _vocabulary(fingerprint: str, texts: tuple[str, ...]) -> tuple[str, ...]:
+    counts, _ = _collection_model(fingerprint, texts)
+    stop = stopwords()
+    return tuple(sorted(w for w, c in counts.items() if c >= 2 and w not in stop and len(w) > 1))
+
+
+def collection_vocabulary(collection) -> tuple[str, ...]:
+    """The collection's terms seen at least twice (a once-seen string is often a typo or an id),
+    stop words and single characters aside, sorted: what a random term is drawn from."""
+    return _vocabulary(collection.fingerprint, tuple(collection.passage_texts()))
+
+
+def random_term_suggestions(space, query: str, n: int = 10, seed: int = 0) -> list[str]:
+    """The query plus one term drawn at random (seeded, without replacement, uniform over distinct
+    terms) from the collection's vocabulary, none already in the query: no feedback and no model, a
+    perturbation of the query whose best-of-k gain is the metric's reward for trying often."""
+    query = check_query(query)
+    vocab = collection_vocabulary(space.collection)
+    seen = {fold(w) for w in terms(query)}
+    rng = np.random.default_rng(seed)
+    out: list[str] = []
+    for j in rng.permutation(len(vocab)):
+        if len(out) == n:
+            break
+        if fold(vocab[j]) not in seen:
+            out.append(f"{query} {vocab[j]}")
+    return out
 
 
 def ball_points(center: np.ndarray, n: int, epsilon: float, seed: int = 0) -> np.ndarray:

@@ -6,6 +6,8 @@ best-of-k), averaged over queries with a percentile bootstrap 95% interval over 
 
 - original: the query alone;
 - RM3: the query plus one relevance-model term per suggestion (top-5 feedback);
+- random feedback term / random term (no feedback): the query plus a random term of the top-5
+  passages, or of the collection: probes of how much best-of-k pays for perturbing the query at all;
 - Sampling+QD: nucleus samples at random points in an epsilon-ball around the query, filtered and
   picked as the models' samples (no learning: it isolates where the models put their points);
 - feedback centroid+QD: the trivial PRF baseline with the same access as the PRF model: decode on
@@ -32,9 +34,13 @@ from eqi_core.decoder.traversal import interpolate
 from eqi_core.progress import ProgressFn
 from eqi_core.suggestion.baselines import (
     CUTOFFS,
+    FEEDBACK_TERM,
     FEEDBACK_WALKS,
+    RANDOM_TERM,
     best_of,
+    feedback_term_suggestions,
     feedback_walk_suggestions,
+    random_term_suggestions,
     rm3_suggestions,
     sampling_suggestions,
     self_bleu,
@@ -44,7 +50,7 @@ from eqi_core.suggestion.model import MAX_SUGGESTIONS, decode_suggestions
 
 ORACLE = "walk to gold (oracle)"
 CENTROID = "feedback centroid+QD"
-METHOD_ORDER = ("RM3", "Sampling+QD", CENTROID, FEEDBACK_WALKS, "suggester (plain)", "suggester (PRF)", ORACLE)
+METHOD_ORDER = ("RM3", FEEDBACK_TERM, RANDOM_TERM, "Sampling+QD", CENTROID, FEEDBACK_WALKS, "suggester (plain)", "suggester (PRF)", ORACLE)
 
 
 def centroid_suggestions(space, query: str, n: int = MAX_SUGGESTIONS, seed: int = 0) -> list[str]:
@@ -74,8 +80,9 @@ def evaluation_items(space, query_ids: list[str], limit: int, seed: int = 0) -> 
 
 
 # ``eqi eval-suggestions --only`` names methods by these keys
-METHOD_KEYS = {"rm3": "RM3", "sampling": "Sampling+QD", "centroid": CENTROID, "walks": FEEDBACK_WALKS,
-               "plain": "suggester (plain)", "prf": "suggester (PRF)", "oracle": ORACLE}
+METHOD_KEYS = {"rm3": "RM3", "feedback-term": FEEDBACK_TERM, "random-term": RANDOM_TERM, "sampling": "Sampling+QD",
+               "centroid": CENTROID, "walks": FEEDBACK_WALKS, "plain": "suggester (plain)", "prf": "suggester (PRF)",
+               "oracle": ORACLE}
 
 
 def suggestion_lists(space, items, suggesters: dict, progress: ProgressFn | None = None, epsilon: float = 0.4,
@@ -85,6 +92,8 @@ def suggestion_lists(space, items, suggesters: dict, progress: ProgressFn | None
     rows = []
     for i, (qid, text, gold) in enumerate(items):
         makers = {"RM3": partial(rm3_suggestions, space, text, MAX_SUGGESTIONS),
+                  FEEDBACK_TERM: partial(feedback_term_suggestions, space, text, MAX_SUGGESTIONS, seed=i),
+                  RANDOM_TERM: partial(random_term_suggestions, space, text, MAX_SUGGESTIONS, seed=i),
                   "Sampling+QD": partial(sampling_suggestions, space, text, MAX_SUGGESTIONS, epsilon, seed=i),
                   CENTROID: partial(centroid_suggestions, space, text, seed=i),
                   FEEDBACK_WALKS: partial(feedback_walk_suggestions, space, text, MAX_SUGGESTIONS)}

@@ -50,6 +50,10 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     assert oracle.proto.page == "latent" and "target=d1" in oracle.proto.query_string  # "river bank"'s gold passage
     top = at.dataframe[1].value  # the original query's top 10 until a row is picked
     assert len(top) == 10
+    # the cards' held-out table, with the probes told apart from the suggesters
+    held_out = next(d.value for d in at.dataframe if "method" in d.value.columns and "best@10" in d.value.columns)
+    assert {"suggester (PRF)", "RM3", "random feedback term (probe)", "random term, no feedback (probe)"} <= set(held_out["method"])
+    assert any("marked *probe*" in m.value for m in at.markdown)
 
 
 def test_all_models_and_a_typed_query_without_judgments(app):

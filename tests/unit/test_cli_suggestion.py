@@ -113,8 +113,8 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     code, out, err = run_main(monkeypatch, capsys, argv)
     assert code == 0, err
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
-    methods = {"original query", "RM3", "Sampling+QD", "feedback centroid+QD", "feedback walks+QD", "suggester (plain)",
-               "suggester (PRF)"}
+    methods = {"original query", "RM3", "random feedback term (probe)", "random term, no feedback (probe)", "Sampling+QD",
+               "feedback centroid+QD", "feedback walks+QD", "suggester (plain)", "suggester (PRF)"}
     assert set(summary["method"]) == methods and (summary["queries"] == 1).all()
     assert (summary["best@10"] >= summary["best@1"] - 1e-12).all()
     lists = pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)
@@ -128,6 +128,9 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     assert code == 0, err
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "summary.csv"), summary)
     assert len(pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)) == len(methods) - 1
+    # the card names both runs: the other methods' lists are the first run's
+    card = json.loads((card_dir / "card.json").read_text())
+    assert card["evaluation_commands"][tiny.name] == "eqi " + " ".join(argv) + ", then eqi " + " ".join(argv + ["--only", "prf"])
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6-real")  # the suggesters' speaks_with
     # another shipped decoder speaks the suggestions; the summary says which
     other = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),
@@ -172,7 +175,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),
-    (["eval-suggestions", "-c", TINY, "--only", "prf,nope"], "--only prf,nope: expected some of rm3, sampling"),
+    (["eval-suggestions", "-c", TINY, "--only", "prf,nope"], "--only prf,nope: expected some of rm3, feedback-term, random-term, sampling"),
     (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
     (["eval-suggestions", "-c", TINY, "--decoder", "/nonexistent/dec"], "/nonexistent/dec/card.json: not a natural decoder card"),

@@ -12,7 +12,14 @@ from eqi_core.decoder.base import Candidate, DecoderError, QueryDecoder, dedupe,
 from eqi_core.decoder.evaluate import curve_summary, token_f1
 from eqi_core.decoder.guided import _edits
 from eqi_core.decoder.traversal import cosine, interpolate
-from eqi_core.suggestion.baselines import ball_points, best_of, rm3_terms, self_bleu
+from eqi_core.suggestion.baselines import (
+    ball_points,
+    best_of,
+    feedback_term_suggestions,
+    random_term_suggestions,
+    rm3_terms,
+    self_bleu,
+)
 
 TINY_TRAINING = dict(steps=160, batch_size=16, lr=2e-3, warmup=10, n_layers=1, d_ff=128, heldout_share=0.0,
                      passage_queries=1, checkpoint_every=40, noise=0.0)
@@ -96,6 +103,33 @@ def test_rm3_expands_with_accented_terms_whole_and_not_the_querys_own_words():
     found = dict(rm3_terms("Cafe", ["le café des données", "données ouvertes du café"], coll, n=5))
     assert "données" in found and max(found, key=found.get) == "données"
     assert not {"café", "cafe", "caf", "donn", "es"} & set(found)  # the query's own word, accents aside
+
+
+def _probe_space(texts, feedback):
+    """Just what the perturbation probes read: the collection's passages and the ranker's top passages."""
+    from types import SimpleNamespace
+
+    coll = SimpleNamespace(fingerprint=f"probe-{hash(tuple(texts))}", passage_texts=lambda: list(texts))
+    return SimpleNamespace(collection=coll, encode=lambda qs: np.zeros((len(qs), 4), np.float32),
+                           top=lambda q, k: (np.zeros((1, len(feedback))), np.array([feedback])))
+
+
+def test_random_feedback_term_adds_one_of_rm3s_candidate_terms_of_the_top_passages():
+    space = _probe_space(["River water flows", "the river bank", "stock market crash"], feedback=[0, 1])
+    out = feedback_term_suggestions(space, "River", n=10, seed=3)
+    assert sorted(out) == ["River bank", "River flows", "River water"]  # all three, never "the" or the query's word
+    assert out == feedback_term_suggestions(space, "River", n=10, seed=3)  # seeded
+    assert len(feedback_term_suggestions(space, "River", n=2, seed=3)) == 2
+    assert {tuple(feedback_term_suggestions(space, "River", n=3, seed=s)) for s in range(6)} != {tuple(out)}  # the seed draws
+
+
+def test_random_term_draws_from_the_collections_repeated_terms_without_feedback():
+    space = _probe_space(["river water flows", "river water bank", "bank loan", "a a"], feedback=[0])
+    out = random_term_suggestions(space, "River", n=10, seed=0)
+    # seen twice: river, water, bank ("a": a stop word and one letter; flows, loan: once); river is the query's
+    assert sorted(out) == ["River bank", "River water"]
+    assert out == random_term_suggestions(space, "River", n=10, seed=0)
+    assert random_term_suggestions(space, "bank", n=1, seed=1)[0] in {"bank river", "bank water"}
 
 
 def test_edits_and_words():
