@@ -1291,10 +1291,17 @@ def eval_suggestions_cmd(
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list
         this = " ".join(["eqi", *sys.argv[1:]])
-        # a run with --only keeps the other methods' lists of the run before it: the card names both
-        card["evaluation_commands"] = {**commands, **{
-            name: f"{commands[name]}, then {this}" if only and commands.get(name) else this for name in sorted(names)}}
+        card["evaluation_commands"] = {**commands, **{name: _evaluation_provenance(commands.get(name), this, bool(only))
+                                                      for name in sorted(names)}}
         atomic_write(folder / CARD, json.dumps(card, indent=1, default=str))
+
+
+def _evaluation_provenance(before: str | None, this: str, only: bool) -> str:
+    """The command a card names for a collection's table: a run with --only keeps the other methods'
+    lists of the run before it, so both are named (once, when the same --only run is repeated)."""
+    if not (only and before):
+        return this
+    return before if before.endswith(this) else f"{before}, then {this}"
 
 
 @app.command("rescore-suggestions")

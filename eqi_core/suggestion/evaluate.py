@@ -194,8 +194,10 @@ def paired_difference(scored: pd.DataFrame, method: str, reference: str = "RM3",
 
 
 def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.DataFrame:
-    """Per method: mean best-of-k with 95% intervals, Self-BLEU, fluency, suggestions per query, and
-    the paired best-of-10 difference from RM3."""
+    """Per method: mean best-of-k with 95% intervals, Self-BLEU, fluency, suggestions per query, a
+    typical suggestion's nDCG@10 gain over its query (``mean_gain``: per query the mean over its
+    suggestions, then over queries) and the share of suggestions above their query, and the paired
+    best-of-10 difference from RM3."""
     from eqi_core.decoder.natural_eval import fluency
 
     rows = []
@@ -213,6 +215,10 @@ def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.D
         row["suggestions_per_query"] = float(np.mean([len(s) for s in part["suggestions"]]))
         defined = [b for b in (self_bleu(list(s)) for s in part["suggestions"]) if not np.isnan(b)]  # needs 2 suggestions
         row["self_bleu"] = float(np.mean(defined)) if defined else np.nan
+        # a typical suggestion, where best-of-k keeps only the luckiest of k tries
+        gains = [np.asarray(s, dtype=np.float64) - o for s, o in zip(part["ndcg10"], part["original"]) if len(s)]
+        row["mean_gain"] = float(np.mean([g.mean() for g in gains])) if gains else np.nan
+        row["share_above_query"] = float(np.mean(np.concatenate(gains) > 0)) if gains else np.nan
         if lexicon is not None:
             fl = fluency(texts, lexicon)
             row.update({k: fl[k] for k in ("nonword", "repeat", "repeat_inflected", "words")})

@@ -130,7 +130,12 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     assert len(pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)) == len(methods) - 1
     # the card names both runs: the other methods' lists are the first run's
     card = json.loads((card_dir / "card.json").read_text())
-    assert card["evaluation_commands"][tiny.name] == "eqi " + " ".join(argv) + ", then eqi " + " ".join(argv + ["--only", "prf"])
+    both = "eqi " + " ".join(argv) + ", then eqi " + " ".join(argv + ["--only", "prf"])
+    assert card["evaluation_commands"][tiny.name] == both
+    assert "mean_gain" in summary.columns and "share_above_query" in summary.columns
+    code, out, err = run_main(monkeypatch, capsys, argv + ["--only", "prf"])  # the same --only run again: named once
+    assert code == 0, err
+    assert json.loads((card_dir / "card.json").read_text())["evaluation_commands"][tiny.name] == both
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6-real")  # the suggesters' speaks_with
     # another shipped decoder speaks the suggestions; the summary says which
     other = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),

@@ -720,6 +720,11 @@ def test_an_evaluations_lists_rescored_by_another_ranker(tiny, store):
     assert got["ndcg10"].iloc[2] == ndcg(["grand piano"], {"d8": 1}, "d8")
     table = summary(got)
     assert set(table["method"]) == {"original query", "RM3", "suggester (PRF)"}
+    # a typical suggestion, by hand: per query the mean gain over its suggestions, then over queries
+    typed = got["ndcg10"].iloc[2][0] - got["original"].iloc[2]
+    rm3 = table.set_index("method").loc["RM3"]
+    assert rm3["mean_gain"] == pytest.approx(((first[0] - original + first[1] - original) / 2 + typed) / 2)
+    assert rm3["share_above_query"] == pytest.approx(((first[0] > original) + (first[1] > original) + (typed > 0)) / 3)
 
 
 def test_self_bleu_of_one_suggestion_lists_is_empty_without_a_warning(tiny, store):
