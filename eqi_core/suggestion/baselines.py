@@ -43,6 +43,13 @@ def collection_model(collection) -> tuple[Counter, int]:
     return _collection_model(collection.fingerprint, tuple(collection.passage_texts()))
 
 
+def _expandable(query: str):
+    """Whether a term may be added to ``query``: not a stop word, not already in the query (accents
+    aside), longer than one character (RM3's terms and the probes' draw the same way)."""
+    stop, seen = stopwords(), {fold(w) for w in terms(query)}
+    return lambda w: w not in stop and fold(w) not in seen and len(w) > 1
+
+
 def rm3_terms(query: str, feedback: list[str], collection, n: int = 10, mu: float = 2500.0) -> list[tuple[str, float]]:
     """The ``n`` best expansion terms (not stop words, not already in the query, accents aside) with
     P(w|R). Terms of any script, as the collection writes them."""
@@ -58,8 +65,8 @@ def rm3_terms(query: str, feedback: list[str], collection, n: int = 10, mu: floa
         likelihood = math.exp(sum(math.log(p_wd(w)) for w in q_words))
         for w in tf:
             weights[w] += p_wd(w) * likelihood
-    stop, seen = stopwords(), {fold(w) for w in q_words}
-    ranked = [(w, s) for w, s in weights.most_common() if w not in stop and fold(w) not in seen and len(w) > 1]
+    expandable = _expandable(query)
+    ranked = [(w, s) for w, s in weights.most_common() if expandable(w)]
     norm = sum(s for _, s in ranked) or 1.0
     return [(w, s / norm) for w, s in ranked[:n]]
 
@@ -77,10 +84,10 @@ RANDOM_TERM = "random term, no feedback (probe)"
 
 
 def expansion_candidates(query: str, texts) -> list[str]:
-    """The distinct terms of ``texts`` that RM3 may add to ``query``: not stop words, not already in
-    the query (accents aside), longer than one character; in order of first appearance."""
-    stop, seen = stopwords(), {fold(w) for w in terms(query)}
-    return list(dict.fromkeys(w for t in texts for w in terms(t) if w not in stop and fold(w) not in seen and len(w) > 1))
+    """The distinct terms of ``texts`` that RM3 may add to ``query`` (``_expandable``), in order of
+    first appearance."""
+    expandable = _expandable(query)
+    return list(dict.fromkeys(w for t in texts for w in terms(t) if expandable(w)))
 
 
 def feedback_term_suggestions(space, query: str, n: int = 10, seed: int = 0, feedback_docs: int = 5) -> list[str]:
@@ -113,14 +120,13 @@ def random_term_suggestions(space, query: str, n: int = 10, seed: int = 0) -> li
     terms) from the collection's vocabulary, none already in the query: no feedback and no model, a
     perturbation of the query whose best-of-k gain is the metric's reward for trying often."""
     query = check_query(query)
-    vocab = collection_vocabulary(space.collection)
-    seen = {fold(w) for w in terms(query)}
+    vocab, expandable = collection_vocabulary(space.collection), _expandable(query)
     rng = np.random.default_rng(seed)
     out: list[str] = []
     for j in rng.permutation(len(vocab)):
         if len(out) == n:
             break
-        if fold(vocab[j]) not in seen:
+        if expandable(vocab[j]):
             out.append(f"{query} {vocab[j]}")
     return out
 
