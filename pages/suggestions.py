@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.errors import DataError
-from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
+from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals, typical_suggestion_gain
 from eqi_core.rankers import ranker_spec
 from eqi_core.suggestion.baselines import FEEDBACK_WALKS
 from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
@@ -202,6 +202,9 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
             how = f" (decoding: {part['decoding'].iloc[0]})" if "decoding" in part and part["decoding"].notna().any() else ""
             st.plotly_chart(suggestion_intervals(part, f"{name}: best of k suggestions{how}"), config=PLOT_CONFIG,
                             key=f"sug_eval_{name}")
+            if "mean_gain" in part and part["mean_gain"].notna().any():
+                st.plotly_chart(typical_suggestion_gain(part, f"{name}: a typical suggestion's nDCG@10 minus the query's"),
+                                config=PLOT_CONFIG, key=f"sug_typical_{name}")
             commands = card.get("evaluation_commands")
             if isinstance(commands, dict) and commands.get(name):
                 st.caption(f"Measured by `{commands[name]}`")

@@ -49,3 +49,24 @@ def suggestion_intervals(summary: pd.DataFrame, title: str | None = "Best of k s
     fig.update_yaxes(title_text="mean max nDCG@10", range=[0, 1])
     fig.update_layout(barmode="group")
     return style(fig, title)
+
+
+def typical_suggestion_gain(summary: pd.DataFrame, title: str | None = "A typical suggestion: nDCG@10 minus the query's") -> go.Figure:
+    """Per method, the mean nDCG@10 gain of a suggestion over its query (``mean_gain`` of
+    ``suggestion.evaluate.summary``), each labelled with the share of its suggestions above their query: what a
+    searcher mostly sees, where best-of-k keeps only the luckiest of k tries. Methods without the
+    columns (tables from before them) are left out."""
+    rows = summary[summary["method"] != "original query"]
+    if "mean_gain" in rows:
+        rows = rows[rows["mean_gain"].notna()]
+    else:
+        rows = rows.iloc[0:0]
+    labels = [f"{m} · {s:.0%} above" for m, s in zip(rows["method"], rows.get("share_above_query", []))]
+    fig = go.Figure(go.Bar(
+        y=labels, x=list(rows.get("mean_gain", [])), orientation="h", customdata=list(rows["method"]),
+        marker_color=[METHOD_COLOURS.get(m, "#888888") for m in rows["method"]],
+        hovertemplate="%{customdata}: mean gain %{x:+.3f}<extra></extra>"))
+    fig.add_vline(x=0, line_color="#333333", line_dash="dash")
+    fig.update_xaxes(title_text="mean nDCG@10 of a suggestion minus the query's", zeroline=False)
+    fig.update_yaxes(autorange="reversed")
+    return style(fig, title, height=max(260, 60 + 28 * len(rows)))

@@ -423,7 +423,7 @@ def test_suggestion_table_scores_judged_queries_and_leaves_typed_ones_unscored(n
 
 
 def test_figures_draw_the_numbers_they_are_given():
-    from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals
+    from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals, typical_suggestion_gain
 
     fig4 = {"ndcg_edges": [0, 0.5, 1], "ndcg_original": [3, 1], "ndcg_best": [1, 3],
             "ip_edges": [0, 0.5, 1], "ip_original": [2, 2], "ip_best": [0, 4]}
@@ -437,6 +437,12 @@ def test_figures_draw_the_numbers_they_are_given():
     assert len(fig.data) == 1 and list(fig.data[0].y) == [0.5, 0.6, 0.6, 0.7]
     np.testing.assert_allclose(fig.data[0].error_y.array, [0.05, 0.1, 0.1, 0.1])
     np.testing.assert_allclose(fig.data[0].error_y.arrayminus, [0.05, 0.1, 0.1, 0.1])
+    typical = pd.concat([summary.assign(mean_gain=[np.nan, -0.09], share_above_query=[np.nan, 0.32]),
+                         pd.DataFrame([{"method": "RM3", "mean_gain": -0.01, "share_above_query": 0.38}])])
+    fig = typical_suggestion_gain(typical)
+    assert list(fig.data[0].y) == ["suggester (PRF) · 32% above", "RM3 · 38% above"] and list(fig.data[0].x) == [-0.09, -0.01]
+    assert list(fig.data[0].customdata) == ["suggester (PRF)", "RM3"]
+    assert len(typical_suggestion_gain(summary).data[0].y) == 0  # a table from before the columns: nothing drawn
 
 
 def test_paired_difference_from_rm3_by_hand():
