@@ -1202,8 +1202,9 @@ def eval_suggestions_cmd(
                                         "(e.g. assets/decoders/natural-minilm-l6); default: the one the suggesters' "
                                         "cards name (speaks_with)"),
 ) -> None:
-    """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, Self-BLEU and fluency for RM3, Sampling+QD, the
-    feedback-centroid baseline, the plain and PRF suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
+    """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, a typical suggestion's gain, Self-BLEU and fluency
+    for RM3, two probes (the query plus a random word), Sampling+QD, the feedback baselines, the plain and PRF
+    suggesters and the oracle walk (paper Figure 5, Tables 6-7)."""
     import pandas as pd
 
     if decoder is not None:
