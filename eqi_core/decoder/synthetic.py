@@ -11,6 +11,8 @@ is ever a sampling point.
 
 Built in resumable parts (``PART`` points each, seeded by the part's number) in the store's work
 folder; the augmented corpus (the input table plus rows of kind ``synthetic``) is written atomically.
+A further round starts from an augmented corpus: it keeps the earlier samples (a new sample equal to
+one is dropped), tags its own rows ``synthetic-N`` and lists the earlier rounds in the summary.
 """
 from __future__ import annotations
 
@@ -84,8 +86,10 @@ def build_synthetic(corpus_path: Path, decoder, encoder, out: Path, recipe: Synt
     Resumable: finished parts stay in the store's work folder until the corpus is written."""
     recipe.validate()
     table, summary = read_corpus(corpus_path)
-    if (table["kind"] == SYNTHETIC_KIND).any():
-        raise DataError(f"{corpus_path}: already holds synthetic rows; start from a corpus of real text")
+    earlier = ([*summary.get("synthetic_earlier", []), summary["synthetic"]] if "synthetic" in summary else [])
+    if (table["kind"] == SYNTHETIC_KIND).any() != bool(earlier):
+        raise DataError(f"{corpus_path}: its synthetic rows and its summary's 'synthetic' entry disagree")
+    round_no = len(earlier) + 1  # a further round keeps the earlier samples and adds the new decoder's
     queries = table.loc[(table["kind"] == "query") & (table["split"] == "train"), "text"].tolist()
     if not queries:
         raise DataError(f"{corpus_path}: no training queries to sample around")
@@ -125,14 +129,18 @@ def build_synthetic(corpus_path: Path, decoder, encoder, out: Path, recipe: Synt
             continue
         seen.add(normalised(text))
         kept.append(text)
-    rows = pd.DataFrame({"text": kept, "source": SYNTHETIC_KIND, "split": "train", "kind": SYNTHETIC_KIND})
+    source = SYNTHETIC_KIND if round_no == 1 else f"{SYNTHETIC_KIND}-{round_no}"
+    rows = pd.DataFrame({"text": kept, "source": source, "split": "train", "kind": SYNTHETIC_KIND})
     augmented = pd.concat([table, rows], ignore_index=True)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         augmented.to_parquet(tmp, compression="zstd", index=False)
-    new = {k: v for k, v in summary.items() if k != "digest"}
-    new["synthetic"] = {"recipe": asdict(recipe), "from_corpus": summary["digest"], "decoder": card.get("command", ""),
+    new = {k: v for k, v in summary.items() if k not in ("digest", "synthetic", "synthetic_earlier")}
+    if earlier:
+        new["synthetic_earlier"] = earlier
+    new["synthetic"] = {"round": round_no, "source": source, "recipe": asdict(recipe), "from_corpus": summary["digest"],
+                        "decoder": card.get("command", ""),
                         "decoder_digest": decoder_id, "points": len(samples), "kept": len(kept), "dropped": dropped,
                         "around": f"{len(queries)} training queries", "encoder": encoder.id}
     new["digest"] = hashlib.sha256(out.read_bytes()).hexdigest()[:16]

@@ -106,8 +106,20 @@ def test_the_augmented_corpus_adds_only_new_training_text(tmp_path):
                                "unknown word": 1}
     assert meta["digest"] == summary["digest"] != "abc"
     assert not list((tmp_path / "store" / "decoder-synthetic").glob("*.work/*"))  # scratch cleared
-    with pytest.raises(DataError, match="already holds synthetic rows"):
-        build_synthetic(out, FakeDecoder(script), FakeEncoder(), tmp_path / "again.parquet", SyntheticRecipe(n=7),
+    # a second round keeps the first's samples, drops its own repeats of them and records both rounds
+    again = tmp_path / "again.parquet"
+    second = build_synthetic(out, FakeDecoder(["how to cook eggs", "what is a hamlet", "what is a hamlet"]),
+                             FakeEncoder(), again, SyntheticRecipe(n=3, seed=1), ArtifactStore(tmp_path / "store"))
+    table2, meta2 = read_corpus(again)
+    assert table2.iloc[:len(table)].equals(table)
+    added = table2.iloc[len(table):]
+    assert list(added["text"]) == ["what is a hamlet"] and set(added["source"]) == {"synthetic-2"}
+    assert second["synthetic"]["round"] == 2 and second["synthetic"]["kept"] == 1
+    assert second["synthetic"]["dropped"] == {"already a corpus text or sample": 2}
+    assert meta2["synthetic_earlier"] == [meta["synthetic"]] and meta2["synthetic"]["from_corpus"] == meta["digest"]
+    with pytest.raises(DataError, match="synthetic rows and its summary"):
+        out.with_suffix(".json").unlink()  # a corpus whose rows and summary disagree is refused
+        build_synthetic(out, FakeDecoder(script), FakeEncoder(), tmp_path / "x.parquet", SyntheticRecipe(n=7),
                         ArtifactStore(tmp_path / "store"))
     # the word list is the real text's: a sample's words never widen it
     lexicon = training_lexicon(table.assign(text=table["text"].where(table["kind"] != "synthetic", "zorblat")), [])
@@ -174,3 +186,16 @@ def test_the_default_decoder_is_trained_with_its_predecessors_samples():
     assert card["training"]["steps"] == 12000 and card["trained_on"][0]["device"].startswith("NVIDIA")
     assert shipped_natural_decoder("minilm-l6").name == "natural-minilm-l6"
     assert [f.name for f in shipped_natural_decoders("minilm-l6")] == ["natural-minilm-l6", "natural-minilm-l6-real"]
+
+
+def test_the_decoder_choice_line_counts_every_round_of_samples(tmp_path, monkeypatch):
+    import eqi_core.decoder.space as space
+
+    def line(corpus):
+        monkeypatch.setattr(space, "read_card", lambda folder: {"arch": "bert", "corpus": corpus})
+        return space.decoder_summary(tmp_path)
+
+    assert line({"queries_train": 60, "sentences_train": 9}) == "trained on 60 real queries and 9 passage sentences"
+    assert line({"synthetic": {"kept": 1200}}) == "also trained on 1,200 of a decoder's own samples (eqi decoder-synthetic)"
+    assert line({"synthetic": {"kept": 1200}, "synthetic_earlier": [{"kept": 800}]}) == (
+        "also trained on 2,000 of decoders' own samples (2 rounds of eqi decoder-synthetic)")
