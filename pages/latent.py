@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from eqi_core.collection import readable
-from eqi_core.decoder.space import ASSETS, DECODER_ALIASES, DECODER_NAMES, decoder_summary, shipped_natural_decoders
+from eqi_core.decoder.space import ASSETS, DECODER_ALIASES, DECODER_NAMES, decoder_summary, own_samples, shipped_natural_decoders
 from eqi_core.decoder.traversal import MODES, traverse
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
@@ -64,12 +64,13 @@ space = latent_space_or_stop(spec, encoder_id, str(ASSETS / weights) if weights 
 warn_about_language(space)
 own_decoder = space.model.card.get("collection_fingerprint") == collection.fingerprint
 on_wordnet = collection.source.startswith("wordnet")
-own_samples = space.model.card.get("corpus", {}).get("synthetic")  # trained on its predecessor's samples too
+samples_kept, sample_rounds = own_samples(space.model.card.get("corpus", {}))  # trained on its predecessors' samples too
 st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
            + ("(trained on this collection's own query log with `eqi train-decoder`)." if own_decoder else
               f"(`{weights}`, {decoder_summary(ASSETS / weights).split(';')[0]}; see its card below)." if weights else
               "(trained on real search-engine queries and sentences"
-              + (f", and on {own_samples['kept']:,} samples of the decoder before it" if own_samples else "")
+              + (f", and on {samples_kept:,} samples of the decoder before it" if sample_rounds == 1 else
+                 f", and on {samples_kept:,} samples of the {sample_rounds} decoders before it" if sample_rounds else "")
               + "; see its card below).")
            + (" On WordNet it also beats the WordNet lemma decoder on items neither was trained on (below)."
               if on_wordnet and space.model.card.get("wordnet_comparison") else ""))
@@ -273,8 +274,7 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
         st.caption(f"{getattr(space.model, 'label', '')} for {card.get('encoder', '?')}: {card.get('warm_start', '')}, "
                    f"{card.get('trainable_parameters', 0):,} trained parameters; corpus of {corpus.get('queries_train', 0):,} "
                    f"real queries and {corpus.get('sentences_train', 0):,} passage sentences "
-                   + (f"plus {corpus['synthetic']['kept']:,} of a decoder's own samples "
-                      if corpus.get("synthetic") else "") +
+                   + (f"plus {samples_kept:,} of decoders' own samples " if sample_rounds else "") +
                    f"({corpus.get('queries_heldout', 0):,} queries held out). Trained by `{card.get('command', '')}` on "
                    f"{', '.join(r['device'] for r in runs) or '?'} in {card.get('train_seconds', 0):.0f} s. "
                    f"Checkpoint `{card.get('_folder')}`.")
@@ -290,6 +290,12 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
         st.markdown("**Natural-language evaluation** (held-out queries and passages; decoder alone, encoder in the loop "
                     "and baselines reported apart; non-word and repeat shares of outputs)")
         st.dataframe(pd.DataFrame(natural["summary"]).T, key="lat_eval_natural")
+        if natural.get("by_source"):
+            st.markdown("**Round trip by query source** (the paper's F1 0.75 / cosine 0.96 are on MS MARCO queries; "
+                        "the other logs hold titles, claims and multi-hop questions)")
+            st.dataframe(pd.DataFrame(natural["by_source"]), key="lat_eval_by_source", hide_index=True,
+                         column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("token_f1", "cosine")}
+                         | {"words": st.column_config.NumberColumn(format="%.1f")})
     compared = card.get("wordnet_comparison")
     if compared and on_wordnet:
         st.markdown(f"**On WordNet, against the WordNet lemma decoder** (both alone, on held-out items neither was "

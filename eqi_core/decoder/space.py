@@ -62,14 +62,19 @@ def shipped_natural_decoder(encoder_id: str) -> Path:
     return found[0]
 
 
+def own_samples(corpus: dict) -> tuple[int, int]:
+    """(samples kept, rounds) of ``eqi decoder-synthetic`` in a decoder card's corpus summary."""
+    rounds = [*corpus.get("synthetic_earlier", []), corpus["synthetic"]] if corpus.get("synthetic") else []
+    return sum(r["kept"] for r in rounds), len(rounds)
+
+
 def decoder_summary(folder: Path) -> str:
     """One line on how a shipped decoder differs: what a choice between them shows."""
     card = read_card(folder)
     corpus = card.get("corpus", {})
-    rounds = [*corpus.get("synthetic_earlier", []), corpus["synthetic"]] if corpus.get("synthetic") else []
-    own = sum(r["kept"] for r in rounds)
-    made = (f"also trained on {own:,} of decoders' own samples ({len(rounds)} rounds of eqi decoder-synthetic)"
-            if len(rounds) > 1 else
+    own, rounds = own_samples(corpus)
+    made = (f"also trained on {own:,} of decoders' own samples ({rounds} rounds of eqi decoder-synthetic)"
+            if rounds > 1 else
             f"also trained on {own:,} of a decoder's own samples (eqi decoder-synthetic)" if rounds else
             f"trained on {corpus.get('queries_train', 0):,} real queries and {corpus.get('sentences_train', 0):,} "
             "passage sentences" if card.get("arch") else f"trained on {card.get('collection', '?')}")

@@ -88,19 +88,24 @@ def test_decoder_card_and_evaluation_are_shown(app):
     for name, row in card["natural_metrics"]["summary"].items():
         if row.get("round_trip_f1") is not None:
             assert tables[0].loc[name, "round_trip_f1"] == pytest.approx(row["round_trip_f1"])
+    # the round trip by query source: MS MARCO is the paper's own family
+    by_source = [d.value for d in at.dataframe if "family" in d.value.columns]
+    marco = next(r for r in card["natural_metrics"]["by_source"] if (r["method"], r["family"]) == ("decoder", "MS MARCO"))
+    shown = by_source[0].set_index(["method", "family"]).loc[("decoder", "MS MARCO")]
+    assert (shown["n"], shown["token_f1"]) == (marco["n"], pytest.approx(marco["token_f1"]))
 
 
 def test_other_shipped_decoder_weights_can_be_chosen_and_linked(app):
     """The decoder trained on real text only (the default until it was re-trained with its own samples),
     shipped beside the default: the default until chosen, then its card, its walk and a link that keeps
     it; an unknown name in a link is ignored with a warning."""
-    from eqi_core.decoder.space import ASSETS
+    from eqi_core.decoder.space import ASSETS, own_samples
 
     at = open_page(app, query="river bank")
     choice = at.selectbox(key="lat_weights")
     assert choice.value == "" and "natural-minilm-l6-real" in choice.options[1]
     default_card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
-    kept = f"{default_card['corpus']['synthetic']['kept']:,} samples of the decoder before it"
+    kept = f"{own_samples(default_card['corpus'])[0]:,} samples of the decoder before it"
     assert any(kept in c.value for c in at.caption)  # the default says how it was made
     default_steps = at.dataframe[0].value
     choice.set_value("natural-minilm-l6-real").run()

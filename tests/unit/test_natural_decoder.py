@@ -534,3 +534,25 @@ def test_an_evaluation_of_one_passage_method_summarises_without_a_round_trip():
     row = table.loc["word-edit search"]
     assert (row["dl19 top1"], row["dl19 top5"], row["dl19 n"]) == (0.5, 1.0, 2)
     assert row["repeat"] == 0.5 and np.isnan(row["round_trip_f1"])  # the column is the paper's row's
+
+
+def test_round_trip_by_source_groups_the_logs_into_families_by_hand():
+    """The paper's round trip is on MS MARCO queries: the breakdown puts that family beside the
+    others (titles, claims, multi-hop questions), each with its count and mean length, then all."""
+    from eqi_core.decoder.natural_eval import query_family, round_trip_by_source
+
+    assert query_family("msmarco-v2-doc-dev2") == "MS MARCO" and query_family("nq-dev") == "Natural Questions"
+    assert query_family("beir-climate-fever") == query_family("beir-fever") == "claims (FEVER, Climate-FEVER)"
+    assert query_family("beir-scidocs") == "other BEIR queries"
+    rt = pd.DataFrame({"method": ["decoder"] * 3 + ["nearest logged query"],
+                       "reference": ["what is a cat", "define dog", "Uranium is a country.", "what is a cat"],
+                       "source": ["msmarco-doc-dev", "msmarco-passage-dev-subset", "beir-fever", "msmarco-doc-dev"],
+                       "decoded": ["", "", "", ""], "token_f1": [1.0, 0.5, 0.3, 0.2], "cosine": [1.0, 0.8, 0.9, 0.4]})
+    table = round_trip_by_source(rt)
+    assert list(zip(table["method"], table["family"], table["n"])) == [
+        ("decoder", "all", 3), ("decoder", "MS MARCO", 2), ("decoder", "claims (FEVER, Climate-FEVER)", 1),
+        ("nearest logged query", "all", 1), ("nearest logged query", "MS MARCO", 1)]
+    marco = table.iloc[1]
+    assert (marco["token_f1"], marco["cosine"], marco["words"]) == (0.75, 0.9, 3.0)
+    assert table.iloc[0]["token_f1"] == pytest.approx(0.6)
+    assert round_trip_by_source(rt.iloc[:0]).empty
