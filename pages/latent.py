@@ -274,7 +274,8 @@ with st.expander("About this decoder: training data and evaluation (eqi eval-dec
         st.caption(f"{getattr(space.model, 'label', '')} for {card.get('encoder', '?')}: {card.get('warm_start', '')}, "
                    f"{card.get('trainable_parameters', 0):,} trained parameters; corpus of {corpus.get('queries_train', 0):,} "
                    f"real queries and {corpus.get('sentences_train', 0):,} passage sentences "
-                   + (f"plus {samples_kept:,} of decoders' own samples " if sample_rounds else "") +
+                   + (f"plus {samples_kept:,} of a decoder's own samples " if sample_rounds == 1 else
+                      f"plus {samples_kept:,} of decoders' own samples ({sample_rounds} rounds) " if sample_rounds else "") +
                    f"({corpus.get('queries_heldout', 0):,} queries held out). Trained by `{card.get('command', '')}` on "
                    f"{', '.join(r['device'] for r in runs) or '?'} in {card.get('train_seconds', 0):.0f} s. "
                    f"Checkpoint `{card.get('_folder')}`.")
