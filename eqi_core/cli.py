@@ -831,8 +831,9 @@ def decoder_corpus_cmd(
 @app.command("decoder-synthetic")
 def decoder_synthetic_cmd(
     output: Path = typer.Option(..., "--output", "-o", help="the augmented corpus Parquet file to write"),
-    corpus: Path | None = typer.Option(None, "--corpus", help="the corpus of real text (eqi decoder-corpus); "
-                                       "default: built from ../shared/data into the store"),
+    corpus: Path | None = typer.Option(None, "--corpus", help="the corpus of real text (eqi decoder-corpus), or one this command "
+                                       "augmented (a further round: its samples are kept); default: built from "
+                                       "../shared/data into the store"),
     decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder",
                                  help="the trained natural decoder that samples"),
     points: int = typer.Option(200_000, "-n", "--points", min=1, max=5_000_000,
@@ -843,7 +844,8 @@ def decoder_synthetic_cmd(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Add a trained decoder's own samples around the training queries to a corpus (kind 'synthetic'), each to be
-    paired with its true embedding when the next decoder trains on it; resumable (rerun to continue)."""
+    paired with its true embedding when the next decoder trains on it; resumable (rerun to continue). Given an
+    augmented corpus, a further round (rows 'synthetic-N'; a second round measured no gain: README)."""
     from eqi_core.decoder.corpus import read_corpus
     from eqi_core.decoder.natural import load_natural, read_natural_card
     from eqi_core.decoder.synthetic import SyntheticRecipe, build_synthetic
