@@ -181,7 +181,10 @@ class SentenceTransformerEncoder:
 
 
 ONNX_BACKEND = "onnxruntime-fp32-export"
-ONNX_EXPORT_VERSION = 1
+# 2: exported with eager attention (a plain masked softmax) instead of torch's SDPA, whose traced
+# graph adds IsNaN/Where guards on every attention map: 532 nodes against 685, the same numbers
+# (max cosine difference to sentence-transformers 5.4e-7 both ways), 1-2% faster bulk encoding.
+ONNX_EXPORT_VERSION = 2
 
 
 def no_spinning(opts) -> None:
@@ -294,7 +297,10 @@ def onnx_runtime(model, path: Path, dim: int) -> OnnxTextRuntime:
               "torch": torch.__version__, "version": ONNX_EXPORT_VERSION}
 
     def build(tmp: Path) -> dict:
-        hf = model[0].auto_model.eval()
+        import copy
+
+        hf = copy.deepcopy(model[0].auto_model).eval()  # a copy: the live model keeps its own attention
+        hf.set_attn_implementation("eager")
 
         class Pooled(torch.nn.Module):  # transformer -> masked mean -> L2 normalise, as the ST pipeline
             def __init__(self):

@@ -234,6 +234,12 @@ def test_default_encoder_runs_an_onnx_export_of_the_same_weights():
     reference = enc.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     assert np.abs(ours - reference).max() < 1e-5
     assert embeddings_artifact("minilm-l6", {"field": "passages"})[1]["path"] == "onnxruntime-fp32-export"
+    # exported with eager attention (no SDPA guards in the graph), from a copy: the live model keeps its own
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(enc._runtime.model_file).graph.node}
+    assert "MatMul" in ops and "IsNaN" not in ops
+    assert enc.model[0].auto_model.config._attn_implementation != "eager"
     assert "path" not in embeddings_artifact("minilm-l3-onnx", {"field": "passages"})[1]
     # what it reads: 256 word pieces; "x " * 400 has 400 + [CLS] + [SEP]
     assert enc.max_pieces == 256 and enc.word_pieces(texts).tolist()[::3] == [3, 402]
