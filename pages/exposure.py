@@ -56,6 +56,10 @@ if source == "From the collection":
     pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="a word or phrase of the passage")
     found = collection.find_passages(pattern, limit=200)
     options = list(found["doc_id"])
+    # where no passage is curated, the page opens on the one the most queries show (ranker by ranker)
+    opened_on = setup.exposure.most_exposed() if spec not in DEFAULT_PASSAGE else None
+    if (wanted is None or wanted not in collection.doc_index) and opened_on is not None:
+        wanted = st.session_state["exp_doc"] = opened_on[0]
     if wanted is not None and wanted in collection.doc_index and wanted not in options:
         options = [wanted] + options
     if st.session_state.get("exp_doc") not in options:
@@ -65,6 +69,9 @@ if source == "From the collection":
         st.stop()
     doc_id = c2.selectbox("Passage", options, key="exp_doc", format_func=lambda d: f"{d}: {(collection.display_text(d) or '')[:90]}")
     st.markdown(f"> {literal(collection.display_text(doc_id) or '')}")
+    if opened_on is not None and doc_id == opened_on[0]:
+        st.caption(f"The passage the most logged queries show in their top 10 ({opened_on[1]:,}): the page "
+                   "opens on it; pick any other above.")
 else:
     text = st.text_area("A passage that is not in the collection", key="exp_text", height=100,
                         placeholder="Paste a document: which logged queries would show it, and how high?")

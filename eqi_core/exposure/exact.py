@@ -77,6 +77,16 @@ class ExposureMap:
         """Number of exposing queries of every passage (0 for never-retrieved passages)."""
         return np.diff(self.offsets)
 
+    def most_exposed(self, top: int = 10) -> tuple[str, int] | None:
+        """(passage id, number of queries) of the passage the most queries show in their top ``top``
+        (ties: the one more queries show within the map's depth, then the earliest), or None when no
+        query shows any: a page opens on a passage that has an exposure to show, where none is curated."""
+        seen = np.bincount(self.d_idx[self.rank0 < top], minlength=len(self.doc_ids))
+        if not len(seen) or seen.max() == 0:
+            return None
+        best = int(np.lexsort((np.arange(len(seen)), -self.counts(), -seen))[0])
+        return str(self.doc_ids[best]), int(seen[best])
+
     def ranks_of(self, doc: int, query_indices: np.ndarray) -> np.ndarray:
         """rho(d, sigma_q) for each query index (np.inf where q does not expose d)."""
         lookup = self.rank_lookup(doc)

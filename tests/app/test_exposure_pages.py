@@ -34,6 +34,19 @@ def test_exposure_page_by_id_and_pasted(at):
     at.switch_page("pages/exposure.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Exposure"
+    # no passage is curated on this collection: the page opens on the one the most queries show in their top 10
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    ranker = at.session_state["ranker_id"]
+    emap = prepare_exposure(load_collection(f"beir:{TINY_BEIR}"), ranker, ArtifactStore(),
+                            space=ranker if ranker.startswith("minilm") else None).exposure
+    first, shown_by = emap.most_exposed()
+    counts = {d: int((emap.exposing_frame(d)["rank"] <= 10).sum()) for d in emap.doc_ids}
+    assert shown_by == max(counts.values()) and counts[first] == shown_by
+    assert at.selectbox(key="exp_doc").value == first
+    assert any(f"most logged queries show in their top 10 ({shown_by:,})" in c.value for c in at.caption)
     at.selectbox(key="exp_doc").set_value("d6").run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}

@@ -33,6 +33,16 @@ def test_inverted_map(emap):
         emap.doc_index("nope")
 
 
+def test_most_exposed_passage_by_hand(emap):
+    """d1 is in three queries' top 2. At the top 1, d0-d3 are in one each: d1, in the most top 2s
+    (3), wins. Without q3, d0 and d1 tie on both counts (one top 1, two top 2s; d2 has one top 2):
+    the earlier wins. A log that shows nothing has none."""
+    assert emap.most_exposed(top=2) == ("d1", 3) and emap.most_exposed() == ("d1", 3)
+    assert emap.most_exposed(top=1) == ("d1", 1)
+    assert emap.restricted_to(np.array([True, True, True, False])).most_exposed(top=1) == ("d0", 1)
+    assert emap.restricted_to(np.zeros(4, dtype=bool)).most_exposed() is None
+
+
 def test_depth_filter_and_restriction(emap):
     shallow = ExposureMap.from_run(RUN, C, depth=1)
     assert shallow.counts().tolist() == [1, 1, 1, 1, 0]
