@@ -1157,7 +1157,7 @@ def suggest_cmd(
     (the encoder's dense ranker, and --ranker's too)."""
     from eqi_core.decoder.traversal import check_query
     from eqi_core.rankers import build_ranker, ranker_spec
-    from eqi_core.suggestion.panel import CHOICES, rank_labels, score_with_ranker, suggestion_table
+    from eqi_core.suggestion.panel import CHOICES, feedback_passages, rank_labels, score_with_ranker, suggestion_table
 
     query = check_query(query)  # bad input fails before the collection's space is opened
     if model not in CHOICES:
@@ -1178,6 +1178,17 @@ def suggest_cmd(
     for column in [c for c in shown.columns if c.startswith("gold_rank_")]:  # beyond the ranker's top 100: say so
         shown = shown.assign(**{column: rank_labels(shown[column])})
     typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if model != "plain":  # what the PRF suggester (and RM3, the feedback walks) read beside the query
+        fed = feedback_passages(space, query)
+        typer.echo(f"# the feedback they read: the query's top {len(fed)} passages in {space.encoder.id}'s space")
+        if judged:
+            fed = fed.assign(grade=fed["grade"].astype(object).where(fed["grade"].notna(), "unjudged"))
+        else:
+            fed = fed.drop(columns=["grade", "target"])
+        passages = fed.pop("passage").str.slice(0, 100)
+        width = int(passages.str.len().max())  # the text left-aligned under a left-aligned header
+        typer.echo(fed.assign(**{"passage".ljust(width): passages.str.ljust(width)}).to_string(
+            index=False, float_format=lambda v: f"{v:.3f}"))
     if output:
         with atomic_path(output) as tmp:
             table.to_csv(tmp, index=False)

@@ -13,7 +13,15 @@ from eqi_core.figures.suggestion import reformulation_histograms, suggestion_int
 from eqi_core.rankers import ranker_spec
 from eqi_core.suggestion.baselines import FEEDBACK_WALKS
 from eqi_core.suggestion.model import MODEL_LABELS, find_suggester
-from eqi_core.suggestion.panel import CHOICES, RANKER_DEPTH, rank_labels, ranker_top, score_with_ranker, suggestion_table
+from eqi_core.suggestion.panel import (
+    CHOICES,
+    RANKER_DEPTH,
+    feedback_passages,
+    rank_labels,
+    ranker_top,
+    score_with_ranker,
+    suggestion_table,
+)
 from pages._exports import PLOT_CONFIG
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
@@ -121,6 +129,14 @@ if judged:
                 ":material/route:", query=query, target=gold)
 else:
     st.caption("This query has no judgments in the collection: suggestions are shown without nDCG@10.")
+
+if model != "plain":
+    readers = "The PRF suggester, RM3 and the feedback walks read" if model == "all" else "The PRF suggester reads"
+    with st.expander(f"What feedback they read: the query's top 5 passages in {ranker_spec(encoder_id).name}'s space"):
+        st.caption(f"{readers} these passages beside the query; where they are off its topic, so are the suggestions.")
+        fed = feedback_passages(space, query)
+        st.dataframe(fed if judged else fed.drop(columns=["grade", "target"]), hide_index=True, key="sug_feedback",
+                     column_config=result_columns(), placeholder="unjudged")
 
 shown = table.rename(columns={"ndcg10": "nDCG@10", "gold_rank": "gold passage's rank"})
 if other is not None and judged:

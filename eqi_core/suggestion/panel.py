@@ -53,6 +53,19 @@ def suggestion_table(space, store, query: str, model: str = "prf", n: int = 10,
                         gold_rank=space.ranks(emb, space.passage_index(gold)))
 
 
+def feedback_passages(space, query: str) -> pd.DataFrame:
+    """The passages the PRF suggester, RM3 and the feedback walks read for ``query``: its top
+    ``FEEDBACK`` in the space (rank, doc_id, score, passage, grade, target = the gold passage). Where
+    they are off the query's topic, so are those suggestions: the page and ``eqi suggest`` show them."""
+    from eqi_core.suggestion.dataset import FEEDBACK
+
+    query = check_query(query)
+    qid = space.collection.find_query(query)
+    gold = space.gold_passage(qid) if qid is not None else None
+    top = space.judged_top(space.encode([query])[0], qid, gold or "", FEEDBACK)
+    return top.assign(target=top["target"].str.replace("target", "gold"))
+
+
 RANKER_DEPTH = 100  # how deep another ranker's gold-passage rank is looked for
 
 

@@ -13,6 +13,17 @@ def open_page(app, **params):
     return app
 
 
+def suggestions(at):
+    """The suggestions table (the one whose rows can be picked)."""
+    return next(d for d in at.dataframe if d.key == "sug_table").value
+
+
+def top_ten(at):
+    """The top 10 of the picked suggestion (the query's until one is picked): the table after the suggestions."""
+    frames = list(at.dataframe)
+    return frames[next(i for i, d in enumerate(frames) if d.key == "sug_table") + 1].value
+
+
 def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     at = open_page(app, query="river bank", model="prf")
     assert at.title[0].value == "Query suggestions"
@@ -22,7 +33,7 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
                for c in at.caption)
     assert any("Spoken by" in c.value and "natural-minilm-l6-real" in c.value and "development queries" in c.value
                for c in at.caption)  # which decoder speaks the suggesters, and why (their card's speaks_with)
-    table = at.dataframe[0].value
+    table = suggestions(at)
     assert table["model"].iloc[0] == "original query" and table["suggestion"].iloc[0] == "river bank"
     made = table[table["model"] == "suggester (PRF)"]
     assert 1 <= len(made) <= 10 and "river bank" not in set(made["suggestion"].str.lower())
@@ -48,8 +59,13 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     assert at.success or at.info  # which suggestions reach the gold passage
     oracle = next(p for p in at.get("page_link") if p.proto.label.startswith("Walk from the query to its gold passage"))
     assert oracle.proto.page == "latent" and "target=d1" in oracle.proto.query_string  # "river bank"'s gold passage
-    top = at.dataframe[1].value  # the original query's top 10 until a row is picked
+    top = top_ten(at)  # the original query's top 10 until a row is picked
     assert len(top) == 10
+    # the feedback the PRF suggester read: the query's top 5 in the same space, its gold passage marked
+    fed = next(e for e in at.expander if e.label.startswith("What feedback they read")).dataframe[0].value
+    assert fed["doc_id"].tolist() == top["doc_id"].tolist()[:5]
+    assert fed["doc_id"].tolist() == [ids[j] for j in np.argsort(-(enc.encode(["river bank"]) @ p.T)[0], kind="stable")[:5]]
+    assert set(fed["target"]) <= {"◀ gold", ""} and (fed["target"] == "◀ gold").sum() == ("d1" in set(fed["doc_id"]))
     # the cards' held-out table, with the probes told apart from the suggesters
     held_out = next(d.value for d in at.dataframe if "method" in d.value.columns and "best@10" in d.value.columns)
     assert {"suggester (PRF)", "RM3", "random feedback term (probe)", "random term, no feedback (probe)"} <= set(held_out["method"])
@@ -58,9 +74,11 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
 
 def test_all_models_and_a_typed_query_without_judgments(app):
     at = open_page(app, query="volcanic ash over the airport", model="all")
-    table = at.dataframe[0].value
+    table = suggestions(at)
     assert {"suggester (PRF)", "suggester (plain)", "RM3", "Sampling+QD", "feedback walks+QD"} <= set(table["model"])
     assert "nDCG@10" not in table.columns  # no judgments: suggestions without scores
+    fed = next(e for e in at.expander if e.label.startswith("What feedback they read")).dataframe[0].value  # PRF, RM3, walks
+    assert len(fed) == 5 and "grade" not in fed.columns
     assert any("no judgments" in c.value for c in at.caption)
     assert at.query_params["model"] in ("all", ["all"])
 
@@ -76,7 +94,7 @@ def test_a_collection_in_another_language_is_warned_about(app):
     at = open_page(app, collection=f"beir:{FIXTURES / 'tiny_french'}", query="intérêts d'un prêt bancaire", model="prf")
     notes = [w.value for w in at.warning if "decoder's English word list" in w.value]
     assert len(notes) == 1 and notes[0].startswith("Only ")
-    assert len(at.dataframe[0].value) >= 2  # the query and its suggestions
+    assert len(suggestions(at)) >= 2  # the query and its suggestions
 
 
 def test_the_sidebars_ranker_scores_every_suggestion_too(app):
@@ -88,7 +106,7 @@ def test_the_sidebars_ranker_scores_every_suggestion_too(app):
     from eqi_core.store import ArtifactStore
 
     at = open_page(app, query="river bank", model="prf", ranker="bm25")
-    table = at.dataframe[0].value
+    table = suggestions(at)
     assert {"nDCG@10 (bm25)", "gold rank (bm25)"} <= set(table.columns)
     coll = load_collection(f"beir:{TINY_BEIR}")
     bm25 = build_ranker("bm25", coll, ArtifactStore())
@@ -104,9 +122,9 @@ def test_the_sidebars_ranker_scores_every_suggestion_too(app):
     assert any(c.value.startswith("Under BM25: the query's nDCG@10") for c in at.caption)
     assert all(r.isdigit() or r == "> 100" for r in table["gold rank (bm25)"])  # beyond BM25's top 100: said so
     at.radio(key="sug_top_by").set_value(at.radio(key="sug_top_by").options[1]).run()
-    top = at.dataframe[1].value
+    top = top_ten(at)
     assert top["doc_id"].tolist() == bm25.search(["river bank"], k=10).frame["doc_id"].tolist()
 
     at = open_page(app, query="river bank", model="prf", ranker="minilm-l6")
-    assert not any("(bm25)" in c or "(minilm" in c for c in at.dataframe[0].value.columns)
+    assert not any("(bm25)" in c or "(minilm" in c for c in suggestions(at).columns)
     assert not at.radio

@@ -40,6 +40,19 @@ def test_suggest_prints_the_table_and_writes_csv(tmp_path):
     assert 1 <= len(table) - 1 <= 3 and table["rank"][1:].tolist() == list(range(1, len(table)))
     assert not (table["suggestion"][1:].str.strip().str.lower() == "river bank").any()
     assert "suggester (PRF)" in result.output
+    # then the feedback PRF read: the query's top 5 in the encoder's space, one line each
+    import numpy as np
+
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import load_encoder
+
+    coll, enc = load_collection(TINY), load_encoder("minilm-l6")
+    scores = (enc.encode(["river bank"]) @ enc.encode(coll.passage_texts()).T)[0]
+    expected = [coll.passages["doc_id"].iloc[j] for j in np.argsort(-scores, kind="stable")[:5]]
+    block = result.output.split("# the feedback they read: the query's top 5 passages in minilm-l6's space\n")[1]
+    lines = block.splitlines()
+    assert lines[0].split()[:5] == ["rank", "doc_id", "score", "grade", "target"]
+    assert [line.split()[1] for line in lines[1:6]] == expected
 
 
 def test_suggest_scores_with_another_ranker_as_the_collection_page_does(tmp_path, tiny, store):
