@@ -41,7 +41,7 @@ sidebar()
 collection = current_collection()
 if collection is None:
     st.stop()
-URL = {"search_query": ("q", str, "bank" if collection.source.startswith("wordnet") else ""),
+URL = {"search_query": ("q", str, collection.first_view_query("bank" if collection.source.startswith("wordnet") else "")),
        "search_k": ("k", int, 10), "search_vs": ("vs", str, None)}
 url_state(URL)
 WEB_LOG_DEMO_PASSAGE = "2022689"  # chocolate and Nobel prizes, shown to dark-chocolate health queries (README)

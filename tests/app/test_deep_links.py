@@ -16,6 +16,20 @@ def test_collection_page_link_opens_the_same_search(app):
     assert app.query_params["q"] == ["river"] or app.query_params["q"] == "river"
 
 
+def test_a_link_without_a_query_opens_the_first_judged_one(app):
+    """Off WordNet (whose Collection page opens on "bank"), the search opens on the collection's first
+    query with judgments, so a first view has grades and measures to show."""
+    from eqi_core.loaders import load_collection
+
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    first = tiny.queries[tiny.queries["query_id"].isin(tiny.judgments)]["text"].iloc[0]
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}"})
+    app.run()
+    assert not app.exception
+    assert app.text_input(key="search_query").value == first
+    assert any(c.value.startswith(f"Logged query `{tiny.find_query(first)}`") for c in app.caption)
+
+
 def open_exposure_link(app, **params):
     """A link to the Exposure page on the fixture collection, arriving after the home page has run
     (as when a user pastes it)."""
