@@ -28,12 +28,29 @@ def widget_key(key: str) -> str:
     return f"{key}__widget{st.session_state.get(_GENERATION, 0)}"
 
 
+# Page state that names one collection's queries, passages or files. A new collection drops it, so each
+# page opens on the new collection's own defaults (a link's values still apply, after the sidebar): kept,
+# WordNet's "hair" and its gold sense would follow the user to a collection that has neither.
+COLLECTION_BOUND = ("search_query", "eff_find", "passage_filter", "query_filter", "browse_queries", "browse_passages",
+                    "browse_judged", "exp_doc", "exp_find", "exp_ndq", "ev_ndq", "lat_query", "lat_target", "lat_find",
+                    "lat_step_pick", "sug_query", "cov_files", "cov_query")
+
+
+def _forget_collection_state() -> None:
+    for key in COLLECTION_BOUND:
+        st.session_state.pop(key, None)
+
+
 def _keep(key: str) -> None:
+    if key == COLLECTION_KEY and st.session_state[widget_key(key)] != st.session_state.get(_KEPT[key]):
+        _forget_collection_state()
     st.session_state[_KEPT[key]] = st.session_state[widget_key(key)]
 
 
 def _choose(key: str, value: str) -> None:
     if st.session_state.get(_KEPT[key]) != value:
+        if key == COLLECTION_KEY and _KEPT[key] in st.session_state:
+            _forget_collection_state()
         st.session_state[_KEPT[key]] = value
         st.session_state[_GENERATION] = st.session_state.get(_GENERATION, 0) + 1
 

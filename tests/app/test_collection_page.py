@@ -217,3 +217,21 @@ def test_where_the_ranker_fails_scores_every_judged_query_and_links_the_hardest(
     assert "Better queries (Query suggestions)" in links
     app.button(key="eff_search").click().run()
     assert app.text_input(key="search_query").value == first["query"]
+
+
+def test_a_new_collection_drops_the_last_ones_queries_and_passages(app):
+    """WordNet's Latent traversal opens on "hair" and its gold sense; after switching to another collection,
+    which has neither, the page opens on that collection's first judged query instead of an error, and so
+    does the Collection page's search."""
+    from eqi_core.loaders import load_collection
+
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    first = tiny.first_view_query()
+    app.run()
+    app.switch_page("pages/latent.py").run()
+    assert app.text_input(key="lat_query").value == "hair"
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert app.text_input(key="lat_query").value == first
+    app.switch_page("pages/collection.py").run()
+    assert app.text_input(key="search_query").value == first
