@@ -235,3 +235,16 @@ def test_a_new_collection_drops_the_last_ones_queries_and_passages(app):
     assert app.text_input(key="lat_query").value == first
     app.switch_page("pages/collection.py").run()
     assert app.text_input(key="search_query").value == first
+
+
+def test_every_collection_bound_key_is_a_pages_state_key():
+    """The sidebar drops COLLECTION_BOUND on a new collection; a key renamed on its page would silently stay
+    behind, so each one must still be a widget key (key="...") or URL key of some page."""
+    import re
+    from pathlib import Path
+
+    from pages._sidebar import COLLECTION_BOUND
+
+    source = "\n".join(p.read_text() for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py"))
+    used = set(re.findall(r'key="([a-z_]+)"', source)) | set(re.findall(r'"([a-z_]+)": \("', source))
+    assert set(COLLECTION_BOUND) <= used, set(COLLECTION_BOUND) - used
