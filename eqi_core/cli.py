@@ -165,6 +165,8 @@ def search(
         for name, res in found.items():
             other = next((o for o in found if o != name), None)
             beside = rank_under(res.results, found[other].results) if other else None
+            for note in res.notes:  # on stderr, so --json stays JSON lines
+                typer.echo(f"note: {note}", err=True)
             if not as_json:
                 grades = c.judgments.get(res.query_id, {}) if res.query_id else {}
                 head = f"# {q!r}" + (f" (logged query {res.query_id}, {len(grades)} judged)" if res.query_id
@@ -1166,6 +1168,7 @@ def suggest_cmd(
         ranker_spec(ranker)  # an unknown ranker fails here, in one line
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
     _warn_language(space)
+    _warn_unread(space.encoder, query, "query")
     table = suggestion_table(space, _store(), query, model, n, suggester)
     judged = table["ndcg10"].notna().any()
     if not judged:
@@ -1504,13 +1507,15 @@ def decode_cmd(
     """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
     rank the text would get for it among the collection's passages. --input/--output decode a file of texts."""
     from eqi_core.decoder.space import decoder_name
+    from eqi_core.encoders import unread_note
 
     method = decoder_name(method)
     lines = _decode_inputs(text, input_file, output)
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     _warn_language(space)
     if input_file is None:
-        decoded = space.decode_text(lines[0][1], method, n)
+        decoded = space.decode_text(lines[0][1], method, n)  # bad text fails here, before any note
+        _warn_unread(space.encoder, lines[0][1], "text")
         typer.echo("cosine\trank\tsource\tdecoded query")
         for row in decoded.itertuples(index=False):
             typer.echo(f"{row[2]:.3f}\t{row[3]}\t{row[1]}\t{row[0]}")
@@ -1519,9 +1524,10 @@ def decode_cmd(
     records = []
     for i, (line_no, line) in enumerate(lines):
         decoded = space.decode_text(line, method, n)
+        note = unread_note(space.encoder, line, "text")
         records.append(json.dumps({"line": line_no, "text": line, "method": method, "decoded": [
             {"query": q, "source": src, "cosine": round(float(c), 4), "rank": int(r)}
-            for q, src, c, r in decoded.itertuples(index=False)]}))
+            for q, src, c, r in decoded.itertuples(index=False)], **({"note": note} if note else {})}))
         progress(i + 1, len(lines))
     atomic_write(output, "\n".join(records) + "\n")
     typer.echo(f"{len(records)} texts decoded into {output}")
@@ -1531,6 +1537,14 @@ def _warn_language(space) -> None:
     """The page's warning on stderr: the decoder does not speak the collection's language."""
     if space.language_warning:
         typer.echo(f"note: {space.language_warning}", err=True)
+
+
+def _warn_unread(encoder, text: str, what: str) -> None:
+    """The pages' warning on stderr: the encoder cannot read (much of) the text (``unread_note``)."""
+    from eqi_core.encoders import unread_note
+
+    if note := unread_note(encoder, text, what):
+        typer.echo(f"note: {note}", err=True)
 
 
 def _decode_inputs(text: str | None, input_file: Path | None, output: Path | None) -> list[tuple[int, str]]:
@@ -1583,6 +1597,7 @@ def traverse_cmd(
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     _warn_language(space)
     qid = space.collection.find_query(check_query(query))
+    _warn_unread(space.encoder, query, "query")
     target = target or (space.gold_passage(qid) if qid else None)
     if not target:
         raise DataError(f"query {query!r} has no judged passage in {space.collection.name}: give --target")

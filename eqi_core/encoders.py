@@ -122,6 +122,46 @@ def _hf_word_pieces(tokenizer, texts: Sequence[str]) -> np.ndarray:
     return np.array([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
 
 
+def _hf_unread(tokenizer, text: str) -> tuple[int, list[str]]:
+    """A transformers tokenizer's word pieces of ``text`` (special tokens aside) and the spans of the
+    text it reads as its unknown piece."""
+    enc = tokenizer(text, add_special_tokens=False, truncation=False, return_offsets_mapping=True, verbose=False)
+    return _unknown_spans(enc["input_ids"], enc["offset_mapping"], tokenizer.unk_token_id, text)
+
+
+def _unknown_spans(ids, offsets, unk_id, text: str) -> tuple[int, list[str]]:
+    return len(ids), [text[a:b] for i, (a, b) in zip(ids, offsets) if i == unk_id]
+
+
+UNREAD_SHARE = 0.1  # below this share of unknown pieces (a "∼10" in an abstract) the vector still reads the text
+
+
+def unread_note(encoder, text: str, what: str = "text") -> str | None:
+    """A note when ``encoder`` cannot read much of ``text``: its vocabulary lacks some characters (emoji,
+    some symbols and scripts), and each word holding one becomes a single unknown piece ([UNK]). A text
+    made of them gets a vector that says little about it, yet every result made from that vector (a
+    search, a decoding, suggestions) looks as confident as any other; the user should be told. None
+    for an encoder without word pieces (BM25 simply matches no term) and for a text it reads."""
+    if not hasattr(encoder, "unread_pieces"):
+        return None
+    pieces, unknown = encoder.unread_pieces(text)
+    if pieces == 0:
+        return (f"{encoder.id} finds no word piece in this {what} (only characters it drops): its vector is "
+                f"the empty text's and says nothing about it")
+    if len(unknown) < UNREAD_SHARE * pieces:
+        return None
+    distinct = list(dict.fromkeys(unknown))
+    shown = ", ".join(f"“{s}”" for s in distinct[:5]) + (f" and {len(distinct) - 5} more" if len(distinct) > 5 else "")
+    if len(unknown) == pieces:
+        return (f"{encoder.id} cannot read this {what}: {shown} {'is' if pieces == 1 else 'are'} outside its "
+                f"vocabulary ([UNK]), so its vector, and every result made from it, says nothing about the {what}")
+    if 2 * len(unknown) >= pieces:
+        return (f"{encoder.id} cannot read much of this {what}: {len(unknown)} of its {pieces} word pieces ({shown}) "
+                f"{'is' if len(unknown) == 1 else 'are'} outside its vocabulary ([UNK]), so its vector says little about the {what}")
+    return (f"{encoder.id} reads {shown} as unknown ([UNK], outside its vocabulary): {len(unknown)} of the {what}'s "
+            f"{pieces} word pieces, which its vector misses")
+
+
 def l2_normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -167,6 +207,10 @@ class SentenceTransformerEncoder:
         """Word pieces of each text with the special tokens, uncut: beyond ``max_pieces`` a text is
         cut, silently, as every transformer encoder does."""
         return _hf_word_pieces(self.model.tokenizer, texts)
+
+    def unread_pieces(self, text: str) -> tuple[int, list[str]]:
+        """The text's word pieces (special tokens aside) and the spans read as unknown (``unread_note``)."""
+        return _hf_unread(self.model.tokenizer, text)
 
     def _encode_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._runtime is not None:
@@ -364,17 +408,28 @@ class OnnxMeanPoolEncoder:
     def max_pieces(self) -> int:
         return self.max_length
 
-    def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
-        """Word pieces of each text with the special tokens, uncut."""
+    def _uncut(self):
+        """A copy of the tokenizer that neither cuts nor pads, made once: the encoding tokenizer stays
+        truncating (and thread-safe)."""
         counter = getattr(self, "_counter", None)
-        if counter is None:  # a copy, made once: the encoding tokenizer stays truncating (and thread-safe)
+        if counter is None:
             from tokenizers import Tokenizer
 
             counter = Tokenizer.from_str(self.tokenizer.to_str())
             counter.no_truncation()
             counter.no_padding()
             self._counter = counter
-        return np.array([len(e.ids) for e in counter.encode_batch(list(texts))], dtype=np.int64)
+        return counter
+
+    def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
+        """Word pieces of each text with the special tokens, uncut."""
+        return np.array([len(e.ids) for e in self._uncut().encode_batch(list(texts))], dtype=np.int64)
+
+    def unread_pieces(self, text: str) -> tuple[int, list[str]]:
+        """The text's word pieces (special tokens aside) and the spans read as unknown (``unread_note``)."""
+        counter = self._uncut()
+        enc = counter.encode(text, add_special_tokens=False)
+        return _unknown_spans(enc.ids, enc.offsets, counter.token_to_id(getattr(counter.model, "unk_token", "[UNK]")), text)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
         return encode_in_chunks(texts, lambda c: self.runtime.encode(c, batch_size), self.dim, progress)
@@ -413,6 +468,10 @@ class SpladeEncoder:
     def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
         """Word pieces of each text with the special tokens, uncut (SPLADE reads ``max_pieces``)."""
         return _hf_word_pieces(self.tokenizer, texts)
+
+    def unread_pieces(self, text: str) -> tuple[int, list[str]]:
+        """The text's word pieces (special tokens aside) and the spans read as unknown (``unread_note``)."""
+        return _hf_unread(self.tokenizer, text)
 
     def encode_sparse(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None):
         """A scipy CSR matrix (len(texts) x vocab) of term weights, rows in input order."""

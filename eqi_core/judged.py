@@ -2,12 +2,13 @@
 and the judgments themselves, by query or by passage (the Browse tabs, ``eqi judgments``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ir_measures
 import pandas as pd
 
 from eqi_core.collection import Collection, readable
+from eqi_core.encoders import unread_note
 from eqi_core.runs import Run
 
 NOT_IN_CORPUS = "(passage text not in the corpus)"
@@ -20,6 +21,7 @@ class JudgedResults:
     results: pd.DataFrame  # rank, score, grade (NaN = unjudged), judgment (label), doc_id, text
     missed: pd.DataFrame  # judged relevant passages not retrieved: doc_id, grade, text
     measures: dict[str, float]  # nDCG@10, RR@10, R@k for logged queries (ir_measures)
+    notes: list[str] = field(default_factory=list)  # e.g. the ranker's encoder cannot read the query
 
 
 MEASURE_DEPTH = 10  # nDCG@10 and RR@10 need the top 10, however few results are shown
@@ -28,7 +30,9 @@ MEASURE_DEPTH = 10  # nDCG@10 and RR@10 need the top 10, however few results are
 def judged_search(collection: Collection, ranker, query: str, k: int) -> JudgedResults:
     """``ranker``'s top ``k`` for ``query``, judged; searched at least ``MEASURE_DEPTH`` deep, so that
     nDCG@10 and RR@10 are the ranker's own whatever ``k`` is (5 results shown, 10 scored)."""
-    return judge_results(collection, query, ranker.search([query], k=max(int(k), MEASURE_DEPTH)), int(k))
+    judged = judge_results(collection, query, ranker.search([query], k=max(int(k), MEASURE_DEPTH)), int(k))
+    judged.notes = [n for n in [unread_note(getattr(ranker, "encoder", None), query, "query")] if n]
+    return judged
 
 
 def judge_results(collection: Collection, query: str, run: Run, k: int) -> JudgedResults:

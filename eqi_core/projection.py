@@ -57,8 +57,15 @@ def warm_up(background: bool = True) -> None:
             model.transform(x[:3])
             _warm_done.set()
 
+    def run_until_exit() -> None:
+        try:
+            run()
+        except RuntimeError as exc:  # the process is exiting (a test run, a stopped server): nothing to warm
+            if "interpreter shutdown" not in str(exc):
+                raise
+
     if background:
-        threading.Thread(target=run, daemon=True, name="umap-warm-up").start()
+        threading.Thread(target=run_until_exit, daemon=True, name="umap-warm-up").start()
     else:
         run()
 

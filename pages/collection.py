@@ -163,6 +163,8 @@ if ranker is not None and query.strip():
     if other is not None:  # each list says where the other ranker puts its passages
         judged.results[f"rank under {ranker_spec(vs).name}"] = rank_under(judged.results, other.results)
         other.results[f"rank under {ranker_spec(own_id).name}"] = rank_under(other.results, judged.results)
+    for note in dict.fromkeys([*judged.notes, *(other.notes if other is not None else [])]):
+        st.warning(note, icon=":material/help:")
     if judged.query_id is None:
         st.caption("Not a logged query: no judgments to show.")
     else:

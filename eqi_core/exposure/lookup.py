@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from eqi_core.encoders import unread_note
 from eqi_core.errors import DataError
 from eqi_core.exposure.relq import PATIENCE_GAMMAS, RelqSpec, relq, relq_rbp
 from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
@@ -147,18 +148,19 @@ def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: i
     return frame
 
 
-def truncation_notes(setup: ExposureSetup, passage_text: str) -> list[str]:
-    """A note when the dense encoder reads only the start of the passage: an auditor should know
-    that the rest of the text cannot change its dense exposure."""
+def reading_notes(setup: ExposureSetup, passage_text: str) -> list[str]:
+    """Notes on what the dense encoder does not read of the passage: only its start (an auditor should
+    know that the rest of the text cannot change its dense exposure), or its unknown pieces."""
     if not hasattr(setup.encoder, "word_pieces"):
         return []
+    unread = unread_note(setup.encoder, passage_text, "passage")  # e.g. a pasted passage of emoji
     pieces, limit = int(setup.encoder.word_pieces([passage_text])[0]), setup.encoder.max_pieces
     if pieces <= limit:
-        return []
+        return [unread] if unread else []
     same_encoder = setup.ranker_id == setup.encoder.id  # the ranker is this encoder
     return [f"{setup.encoder.id} reads only the first {limit:,} of this passage's {pieces:,} word pieces: "
             f"{'the ranker and ' if same_encoder else ''}the dense methods (dense-reverse, the learned heads) "
-            f"ignore the rest of the text"]
+            f"ignore the rest of the text", *([unread] if unread else [])]
 
 
 def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,
@@ -173,7 +175,7 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
     else:
         passage_text = validate_text(text)
         emb = setup.encoder.encode([passage_text])[0]
-    notes = truncation_notes(setup, passage_text)
+    notes = reading_notes(setup, passage_text)
     exact, more = exact_exposure(setup, n_qd, doc_id, passage_text, emb)
     notes.extend(more)
     lists = {}

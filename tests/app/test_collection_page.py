@@ -43,6 +43,20 @@ def test_browser_filters_and_unlogged_query(app):
     assert any("Not a logged query" in c.value for c in app.caption) is False  # q5 is logged
 
 
+def test_a_query_the_dense_ranker_cannot_read_is_searched_with_a_warning(app):
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
+    sidebar_select(app, "Ranker").set_value("minilm-l3-onnx").run()
+    app.text_input(key="search_query").set_value("😀").run()
+    assert not app.exception
+    assert len(app.dataframe[0].value) == 10
+    assert [w.value for w in app.warning] == [
+        "minilm-l3-onnx cannot read this query: “😀” is outside its vocabulary ([UNK]), so its vector, and every "
+        "result made from it, says nothing about the query"]
+    app.text_input(key="search_query").set_value("river bank").run()
+    assert not app.warning
+
+
 def test_a_collection_chosen_by_the_app_stays_chosen(app):
     """A link (like an upload) picks the collection: the sidebar shows it under a new widget, and it
     stays through a rerun of another widget and a page change."""

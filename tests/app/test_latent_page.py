@@ -78,6 +78,22 @@ def test_decode_box(app):
     assert decoded["passage's rank"].tolist() == expected.tolist()
 
 
+def test_text_the_encoder_cannot_read_is_walked_and_decoded_with_a_warning(app):
+    """A typed query with an emoji and a pasted passage of emoji: MiniLM-L6 reads them as [UNK]."""
+    at = open_page(app, query="river 😀", target="d1")
+    assert [w.value for w in at.warning] == [
+        "minilm-l6 cannot read much of this query: 1 of its 2 word pieces (“😀”) is outside its vocabulary ([UNK]), "
+        "so its vector says little about the query"]
+    at.text_input(key="lat_query").set_value("river bank").run()
+    assert not at.warning
+    at.text_area(key="lat_decode_text").set_value("🎉🎉 🎉").run()
+    assert not at.exception, at.exception
+    assert [w.value for w in at.warning] == [
+        "minilm-l6 cannot read this passage: “🎉🎉”, “🎉” are outside its vocabulary ([UNK]), so its vector, and "
+        "every result made from it, says nothing about the passage"]
+    assert any("decoded query" in d.value.columns for d in at.dataframe)  # still decoded: the user sees what it makes
+
+
 def test_decoder_card_and_evaluation_are_shown(app):
     at = open_page(app, query="river bank")
     tables = [d.value for d in at.dataframe if "round_trip_f1" in d.value.columns]

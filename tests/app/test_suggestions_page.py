@@ -83,6 +83,14 @@ def test_all_models_and_a_typed_query_without_judgments(app):
     assert at.query_params["model"] in ("all", ["all"])
 
 
+def test_a_query_the_encoder_cannot_read_is_warned_about(app):
+    at = open_page(app, query="😀", model="plain")
+    assert [w.value for w in at.warning] == [
+        "minilm-l6 cannot read this query: “😀” is outside its vocabulary ([UNK]), so its vector, and every result "
+        "made from it, says nothing about the query"]
+    assert len(suggestions(at)) > 1
+
+
 def test_bad_model_in_a_link_is_a_warning(app):
     at = open_page(app, query="river bank", model="best")
     assert any("Ignoring model='best'" in w.value for w in at.warning)

@@ -33,6 +33,15 @@ def test_search_shows_grades():
     assert rows[0]["doc_id"] == "d1" and rows[0]["grade"] == 2 and len(rows) == 3
 
 
+def test_search_says_when_the_dense_encoder_cannot_read_the_query():
+    """The note goes to stderr, so --json output stays JSON lines."""
+    result = runner.invoke(app, ["search", "😀", "-c", TINY, "-r", "minilm-l3-onnx", "-k", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["rank"] for line in result.stdout.splitlines()] == [1, 2]
+    assert result.stderr.splitlines()[-1] == ("note: minilm-l3-onnx cannot read this query: “😀” is outside its vocabulary "
+                                     "([UNK]), so its vector, and every result made from it, says nothing about the query")
+
+
 def test_search_compare_gives_each_list_the_other_rankers_rank():
     result = runner.invoke(app, ["search", "river bank", "-c", TINY, "-k", "5", "--json", "--compare", "minilm-l3-onnx"])
     assert result.exit_code == 0, result.output

@@ -43,6 +43,17 @@ def test_traverse_and_decode():
     assert 1 <= len(lines) <= 2 and all(-1 <= float(c) <= 1 and 1 <= int(r) <= 13 for c, r, _, _ in lines)
 
 
+def test_decode_a_file_notes_each_line_the_encoder_cannot_read(tmp_path):
+    src, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    src.write_text("the sloping land beside a river\n😀 🎉\n", encoding="utf-8")
+    result = runner.invoke(app, ["decode", "-i", str(src), "-o", str(out), "-c", TINY, "-n", "1", "--method", "decoder"])
+    assert result.exit_code == 0, result.output
+    readable, emoji = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert "note" not in readable and len(emoji["decoded"]) == 1
+    assert emoji["note"] == ("minilm-l6 cannot read this text: “😀”, “🎉” are outside its vocabulary ([UNK]), so its "
+                             "vector, and every result made from it, says nothing about the text")
+
+
 def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_stands(tmp_path):
     """-r bm25: each step's BM25 rank of the target (ties against it) in the CSV, and one line on the query as typed."""
     import pandas as pd

@@ -125,6 +125,15 @@ def test_a_passage_longer_than_the_encoder_reads_says_so(setup):
             "methods (dense-reverse, the learned heads) ignore the rest of the text") in long.notes
 
 
+def test_a_pasted_passage_the_encoder_cannot_read_says_so(setup):
+    """A passage of emoji is encoded to the [UNK] piece's vector: its dense lists are still shown, with a note."""
+    methods = {"dense": setup.dense_reverse()}
+    unread = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text="😀 🎉")
+    assert ("minilm-l3-onnx cannot read this passage: “😀”, “🎉” are outside its vocabulary ([UNK]), so its "
+            "vector, and every result made from it, says nothing about the passage") in unread.notes
+    assert len(unread.lists["dense"]) == 5
+
+
 @pytest.mark.parametrize("kwargs,message", [
     (dict(text=""), "the passage is empty"),
     (dict(text="x" * 1_000_001), "at most 100,000"),

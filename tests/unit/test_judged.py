@@ -48,6 +48,19 @@ def test_unlogged_query_has_no_measures(tiny, store):
     assert j.query_id is None and j.measures == {} and j.results["grade"].isna().all()
 
 
+def test_a_query_the_dense_encoder_cannot_read_says_so(tiny, store):
+    """An emoji query still gets the dense ranker's results (they are what a search returns), with a note
+    that its encoder reads it as [UNK]; BM25, which matches terms, and a readable query get none."""
+    from eqi_core.judged import judged_search
+
+    dense = judged_search(tiny, build_ranker("minilm-l3-onnx", tiny, store), "😀", 3)
+    assert len(dense.results) == 3 and dense.notes == [
+        "minilm-l3-onnx cannot read this query: “😀” is outside its vocabulary ([UNK]), so its vector, and every "
+        "result made from it, says nothing about the query"]
+    assert judged_search(tiny, build_ranker("bm25", tiny, store), "😀", 3).notes == []
+    assert judged_search(tiny, build_ranker("minilm-l3-onnx", tiny, store), "river bank", 3).notes == []
+
+
 def test_judgments_by_query_and_by_passage_by_hand():
     import pandas as pd
 

@@ -300,6 +300,52 @@ def test_passages_cut_counted_once_per_collection_and_encoder(tmp_path):
     assert first["cut"] == int((lengths > 5).sum()) and first["of"] == len(collection.passages)
 
 
+class _Unread:
+    """An encoder whose tokenizer reads each word as a piece and "#"-words as unknown."""
+
+    id = "fake"
+
+    def unread_pieces(self, text):
+        words = text.split()
+        return len(words), [w for w in words if w.startswith("#")]
+
+
+def test_unread_note_by_hand():
+    """No note for a text read whole or nearly so (under a tenth unknown); one for a tenth or more,
+    most, all, and none read at all; none for an encoder without word pieces."""
+    from eqi_core.encoders import unread_note
+
+    assert unread_note(_Unread(), "a b c d e f g h i j") is None
+    assert unread_note(_Unread(), " ".join(["#x"] + list("abcdefghij"))) is None  # 1 of 11
+    assert unread_note(_Unread(), "#x a b c d e f g h i", "query") == (
+        "fake reads “#x” as unknown ([UNK], outside its vocabulary): 1 of the query's 10 word pieces, which its "
+        "vector misses")
+    assert unread_note(_Unread(), "#x #y #x a", "query") == (
+        "fake cannot read much of this query: 3 of its 4 word pieces (“#x”, “#y”) are outside its vocabulary "
+        "([UNK]), so its vector says little about the query")
+    assert unread_note(_Unread(), "#x", "passage") == (
+        "fake cannot read this passage: “#x” is outside its vocabulary ([UNK]), so its vector, and every result "
+        "made from it, says nothing about the passage")
+    assert unread_note(_Unread(), " ".join(f"#{i}" for i in range(7))).endswith(
+        "“#0”, “#1”, “#2”, “#3”, “#4” and 2 more are outside its vocabulary ([UNK]), so its vector, and every "
+        "result made from it, says nothing about the text")
+    assert unread_note(_Unread(), "") == ("fake finds no word piece in this text (only characters it drops): its "
+                                          "vector is the empty text's and says nothing about it")
+    assert unread_note(object(), "😀") is None and unread_note(None, "😀") is None
+
+
+@pytest.mark.parametrize("encoder_id", ["minilm-l6", "minilm-l3-onnx", "splade-tiny"])
+def test_every_word_piece_encoder_finds_the_spans_it_cannot_read(encoder_id):
+    """The shipped tokenizers read an emoji, and a word holding one, as [UNK]; Cyrillic and accents
+    they read; a zero-width space has no piece at all."""
+    from eqi_core.rankers import load_encoder
+
+    enc = load_encoder(encoder_id)
+    assert enc.unread_pieces("café 😀 recipes") == (3, ["😀"])
+    assert enc.unread_pieces("😀😀 🎉") == (2, ["😀😀", "🎉"])
+    assert enc.unread_pieces("мир")[1] == [] and enc.unread_pieces("\u200b") == (0, [])
+
+
 def _unit(x):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
