@@ -39,6 +39,22 @@ class QueryDecoder(Protocol):
         ...
 
 
+@dataclass
+class EncoderBinding:
+    """What ties a decoder checkpoint to its encoder and tokenizer (both decoder configs begin with
+    it): the encoder's id and dimension, the tokenizer's digest, its size and special ids, and the
+    width of the word embeddings."""
+
+    encoder_id: str
+    encoder_dim: int
+    vocab_size: int
+    tokenizer_sha: str
+    bos_id: int
+    eos_id: int
+    pad_id: int
+    word_dim: int
+
+
 class DecoderError(DataError):
     """A decoder cannot be used as asked (wrong encoder, bad checkpoint): a one-line message."""
 

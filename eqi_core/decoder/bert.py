@@ -25,19 +25,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the usual name
 
+from eqi_core.decoder.base import EncoderBinding
+
 ARCH = "bert-prefix"
 
 
 @dataclass
-class BertDecoderConfig:
-    encoder_id: str
-    encoder_dim: int
-    vocab_size: int
-    tokenizer_sha: str
-    bos_id: int
-    eos_id: int
-    pad_id: int
-    word_dim: int
+class BertDecoderConfig(EncoderBinding):
     n_out: int  # size of the output vocabulary (``out_ids``)
     arch: str = ARCH
     hidden: int = 384

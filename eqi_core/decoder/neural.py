@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize
+from eqi_core.decoder.base import Candidate, DecoderError, EncoderBinding, as_matrix, dedupe, detokenize
 
 WEIGHTS = "decoder.safetensors"
 CARD = "card.json"
@@ -27,15 +27,7 @@ CARD_FORMAT = 1
 
 
 @dataclass
-class DecoderConfig:
-    encoder_id: str
-    encoder_dim: int
-    vocab_size: int
-    tokenizer_sha: str
-    bos_id: int
-    eos_id: int
-    pad_id: int
-    word_dim: int
+class DecoderConfig(EncoderBinding):
     d_model: int = 384
     n_layers: int = 4
     n_heads: int = 6
