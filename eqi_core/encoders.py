@@ -153,7 +153,7 @@ def unread_note(encoder, text: str, what: str = "text") -> str | None:
     distinct = list(dict.fromkeys(unknown))
     shown = ", ".join(f"“{s}”" for s in distinct[:5]) + (f" and {len(distinct) - 5} more" if len(distinct) > 5 else "")
     if len(unknown) == pieces:
-        return (f"{encoder.id} cannot read this {what}: {shown} {'is' if pieces == 1 else 'are'} outside its "
+        return (f"{encoder.id} cannot read this {what}: {shown} {'is' if len(distinct) == 1 else 'are'} outside its "
                 f"vocabulary ([UNK]), so its vector, and every result made from it, says nothing about the {what}")
     if 2 * len(unknown) >= pieces:
         return (f"{encoder.id} cannot read much of this {what}: {len(unknown)} of its {pieces} word pieces ({shown}) "
