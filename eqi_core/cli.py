@@ -169,7 +169,8 @@ def search(
                 typer.echo(f"note: {note}", err=True)
             if not as_json:
                 grades = c.judgments.get(res.query_id, {}) if res.query_id else {}
-                head = f"# {q!r}" + (f" (logged query {res.query_id}, {len(grades)} judged)" if res.query_id
+                shown = q if len(q) <= 200 else f"{q[:200]}… ({len(q):,} characters)"
+                head = f"# {shown!r}" + (f" (logged query {res.query_id}, {len(grades)} judged)" if res.query_id
                                      else " (not a logged query)")
                 typer.echo(head + (f", {name}; last column: {other}'s rank" if other else ""))
             for i, row in enumerate(res.results.itertuples(index=False)):
@@ -1507,7 +1508,7 @@ def decode_cmd(
     """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
     rank the text would get for it among the collection's passages. --input/--output decode a file of texts."""
     from eqi_core.decoder.space import decoder_name
-    from eqi_core.encoders import unread_note
+    from eqi_core.encoders import text_notes
 
     method = decoder_name(method)
     lines = _decode_inputs(text, input_file, output)
@@ -1524,10 +1525,10 @@ def decode_cmd(
     records = []
     for i, (line_no, line) in enumerate(lines):
         decoded = space.decode_text(line, method, n)
-        note = unread_note(space.encoder, line, "text")
+        notes = text_notes(space.encoder, line, "text")
         records.append(json.dumps({"line": line_no, "text": line, "method": method, "decoded": [
             {"query": q, "source": src, "cosine": round(float(c), 4), "rank": int(r)}
-            for q, src, c, r in decoded.itertuples(index=False)], **({"note": note} if note else {})}))
+            for q, src, c, r in decoded.itertuples(index=False)], **({"notes": notes} if notes else {})}))
         progress(i + 1, len(lines))
     atomic_write(output, "\n".join(records) + "\n")
     typer.echo(f"{len(records)} texts decoded into {output}")
@@ -1540,10 +1541,10 @@ def _warn_language(space) -> None:
 
 
 def _warn_unread(encoder, text: str, what: str) -> None:
-    """The pages' warning on stderr: the encoder cannot read (much of) the text (``unread_note``)."""
-    from eqi_core.encoders import unread_note
+    """The pages' warnings on stderr: what the encoder does not read of the text (``text_notes``)."""
+    from eqi_core.encoders import text_notes
 
-    if note := unread_note(encoder, text, what):
+    for note in text_notes(encoder, text, what):
         typer.echo(f"note: {note}", err=True)
 
 

@@ -162,6 +162,19 @@ def unread_note(encoder, text: str, what: str = "text") -> str | None:
             f"{pieces} word pieces, which its vector misses")
 
 
+def text_notes(encoder, text: str, what: str = "query") -> list[str]:
+    """What ``encoder`` does not read of a typed text: its unknown pieces (``unread_note``) and, past
+    ``max_pieces``, everything after its start (a long pasted query is cut silently otherwise)."""
+    if not hasattr(encoder, "word_pieces"):
+        return []
+    notes = [n for n in [unread_note(encoder, text, what)] if n]
+    pieces, limit = int(encoder.word_pieces([text])[0]), encoder.max_pieces
+    if pieces > limit:
+        notes.append(f"{encoder.id} reads only the first {limit:,} of this {what}'s {pieces:,} word pieces: the "
+                     f"rest cannot change its vector")
+    return notes
+
+
 def l2_normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -8,7 +8,7 @@ import ir_measures
 import pandas as pd
 
 from eqi_core.collection import Collection, readable
-from eqi_core.encoders import unread_note
+from eqi_core.encoders import text_notes
 from eqi_core.runs import Run
 
 NOT_IN_CORPUS = "(passage text not in the corpus)"
@@ -31,7 +31,7 @@ def judged_search(collection: Collection, ranker, query: str, k: int) -> JudgedR
     """``ranker``'s top ``k`` for ``query``, judged; searched at least ``MEASURE_DEPTH`` deep, so that
     nDCG@10 and RR@10 are the ranker's own whatever ``k`` is (5 results shown, 10 scored)."""
     judged = judge_results(collection, query, ranker.search([query], k=max(int(k), MEASURE_DEPTH)), int(k))
-    judged.notes = [n for n in [unread_note(getattr(ranker, "encoder", None), query, "query")] if n]
+    judged.notes = text_notes(getattr(ranker, "encoder", None), query, "query")
     return judged
 
 

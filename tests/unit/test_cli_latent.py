@@ -49,9 +49,9 @@ def test_decode_a_file_notes_each_line_the_encoder_cannot_read(tmp_path):
     result = runner.invoke(app, ["decode", "-i", str(src), "-o", str(out), "-c", TINY, "-n", "1", "--method", "decoder"])
     assert result.exit_code == 0, result.output
     readable, emoji = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert "note" not in readable and len(emoji["decoded"]) == 1
-    assert emoji["note"] == ("minilm-l6 cannot read this text: “😀”, “🎉” are outside its vocabulary ([UNK]), so its "
-                             "vector, and every result made from it, says nothing about the text")
+    assert "notes" not in readable and len(emoji["decoded"]) == 1
+    assert emoji["notes"] == [("minilm-l6 cannot read this text: “😀”, “🎉” are outside its vocabulary ([UNK]), so its "
+                             "vector, and every result made from it, says nothing about the text")]
 
 
 def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_stands(tmp_path):

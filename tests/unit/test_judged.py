@@ -59,6 +59,9 @@ def test_a_query_the_dense_encoder_cannot_read_says_so(tiny, store):
         "result made from it, says nothing about the query"]
     assert judged_search(tiny, build_ranker("bm25", tiny, store), "😀", 3).notes == []
     assert judged_search(tiny, build_ranker("minilm-l3-onnx", tiny, store), "river bank", 3).notes == []
+    long = judged_search(tiny, build_ranker("minilm-l3-onnx", tiny, store), "river bank " * 100, 3)
+    assert long.notes == ["minilm-l3-onnx reads only the first 128 of this query's 202 word pieces: the rest cannot "
+                          "change its vector"]  # 200 words + [CLS] + [SEP]
 
 
 def test_judgments_by_query_and_by_passage_by_hand():
