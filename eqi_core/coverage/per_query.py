@@ -123,6 +123,7 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
     evaluator = ir_measures.evaluator([m], qrels)
     depth = measure_cutoff(m)
     columns = {}
+    outside: dict[int, list[str]] = {}  # queries a run answers outside Q -> the runs (one note per count)
     for name, run in runs.items():
         in_q = run.frame["query_id"].isin(queries)
         if not in_q.any():
@@ -133,7 +134,7 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
             )
         unknown = run.frame.loc[~in_q, "query_id"].nunique()
         if unknown:
-            notes.append(f"run {name!r}: {unknown:,} queries are not in Q (unjudged or without relevant documents): ignored")
+            outside.setdefault(unknown, []).append(name)
         frame = run.frame[in_q]
         values = pd.Series(0.0, index=queries)
         scored = {r.query_id: r.value for r in evaluator.iter_calc(_as_run(_trec_eval_top(frame, depth))) if r.query_id in queries}
@@ -152,4 +153,9 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
                 )
         columns[name] = values
     matrix = pd.DataFrame(columns, index=queries)
+    for count, names in outside.items():  # live rankers answer every query of the log: one line, not one per ranker
+        who = (f"run {names[0]!r}" if len(names) == 1 else f"each of the {len(names)} runs" if len(names) == len(runs)
+               else "runs " + ", ".join(map(repr, names)))
+        notes.append(f"{who}: {count:,} {'query is' if count == 1 else 'queries are'} not in Q (unjudged or without "
+                     f"relevant documents): ignored")
     return MetricMatrix(str(m), matrix, notes)

@@ -30,6 +30,21 @@ def test_rr_by_hand_missing_query_zero_no_relevant_left_out():
     assert any("run 'r1': 1 of 3 queries in Q have no results: scored 0" in n for n in m.notes)
 
 
+def test_queries_outside_q_are_one_note_per_count_not_per_run():
+    """Live rankers answer every logged query: runs with the same number outside Q share one note."""
+    extra = [("q9", "a", 1, 1.0), ("q4", "e", 1, 1.0)]  # unjudged, and judged without a relevant document
+    r3 = run("r3", [*R2.frame.itertuples(index=False), *extra])
+    r4 = run("r4", [*R1.frame.itertuples(index=False), *extra])
+    r5 = run("r5", [*R1.frame.itertuples(index=False), extra[0]])
+    notes = compute_matrix({"r3": r3, "r4": r4}, QRELS, "RR@10").notes
+    assert [n for n in notes if "not in Q" in n] == [
+        "each of the 2 runs: 2 queries are not in Q (unjudged or without relevant documents): ignored"]
+    notes = compute_matrix({"r3": r3, "r4": r4, "r5": r5, "r1": R1}, QRELS, "RR@10").notes
+    assert [n for n in notes if "not in Q" in n] == [
+        "runs 'r3', 'r4': 2 queries are not in Q (unjudged or without relevant documents): ignored",
+        "run 'r5': 1 query is not in Q (unjudged or without relevant documents): ignored"]
+
+
 def test_trec_eval_names_and_cutoff_truncation_agree():
     full = compute_matrix({"r2": R2}, QRELS, "ndcg_cut_10")
     assert full.measure == "nDCG@10"
