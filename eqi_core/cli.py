@@ -1169,7 +1169,7 @@ def suggest_cmd(
         ranker_spec(ranker)  # an unknown ranker fails here, in one line
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
     _warn_language(space)
-    _warn_unread(space.encoder, query, "query")
+    _warn_typed(space, query, "query")
     table = suggestion_table(space, _store(), query, model, n, suggester)
     judged = table["ndcg10"].notna().any()
     if not judged:
@@ -1508,7 +1508,6 @@ def decode_cmd(
     """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
     rank the text would get for it among the collection's passages. --input/--output decode a file of texts."""
     from eqi_core.decoder.space import decoder_name
-    from eqi_core.encoders import text_notes
 
     method = decoder_name(method)
     lines = _decode_inputs(text, input_file, output)
@@ -1516,7 +1515,7 @@ def decode_cmd(
     _warn_language(space)
     if input_file is None:
         decoded = space.decode_text(lines[0][1], method, n)  # bad text fails here, before any note
-        _warn_unread(space.encoder, lines[0][1], "text")
+        _warn_typed(space, lines[0][1], "text")
         typer.echo("cosine\trank\tsource\tdecoded query")
         for row in decoded.itertuples(index=False):
             typer.echo(f"{row[2]:.3f}\t{row[3]}\t{row[1]}\t{row[0]}")
@@ -1525,7 +1524,7 @@ def decode_cmd(
     records = []
     for i, (line_no, line) in enumerate(lines):
         decoded = space.decode_text(line, method, n)
-        notes = text_notes(space.encoder, line, "text")
+        notes = space.typed_notes(line, "text")
         records.append(json.dumps({"line": line_no, "text": line, "method": method, "decoded": [
             {"query": q, "source": src, "cosine": round(float(c), 4), "rank": int(r)}
             for q, src, c, r in decoded.itertuples(index=False)], **({"notes": notes} if notes else {})}))
@@ -1540,11 +1539,10 @@ def _warn_language(space) -> None:
         typer.echo(f"note: {space.language_warning}", err=True)
 
 
-def _warn_unread(encoder, text: str, what: str) -> None:
-    """The pages' warnings on stderr: what the encoder does not read of the text (``text_notes``)."""
-    from eqi_core.encoders import text_notes
-
-    for note in text_notes(encoder, text, what):
+def _warn_typed(space, text: str, what: str) -> None:
+    """The latent pages' warnings on stderr: what the encoder does not read of the text, or a language
+    the decoder does not write (``LatentSpace.typed_notes``)."""
+    for note in space.typed_notes(text, what):
         typer.echo(f"note: {note}", err=True)
 
 
@@ -1598,7 +1596,7 @@ def traverse_cmd(
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     _warn_language(space)
     qid = space.collection.find_query(check_query(query))
-    _warn_unread(space.encoder, query, "query")
+    _warn_typed(space, query, "query")
     target = target or (space.gold_passage(qid) if qid else None)
     if not target:
         raise DataError(f"query {query!r} has no judged passage in {space.collection.name}: give --target")

@@ -7,7 +7,6 @@ import streamlit as st
 from eqi_core.collection import readable
 from eqi_core.decoder.space import ASSETS, DECODER_ALIASES, DECODER_NAMES, decoder_summary, own_samples, shipped_natural_decoders
 from eqi_core.decoder.traversal import MODES, traverse
-from eqi_core.encoders import text_notes
 from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import ranker_spec
@@ -86,7 +85,7 @@ gold = space.gold_passage(query_id) if query_id else None
 if query.strip():
     c1.caption(f"Logged query {query_id}; gold passage {gold}" if query_id and gold else
                "Logged query without judged passages" if query_id else "Not in the query log: typed query")
-    for note in text_notes(space.encoder, query, "query"):
+    for note in space.typed_notes(query, "query"):
         c1.warning(note, icon=":material/help:")
 pattern = c2.text_input("Find a target passage containing", key="lat_find", placeholder="leave empty for the gold passage")
 options = list(collection.find_passages(pattern, limit=200)["doc_id"]) if pattern.strip() else []
@@ -260,7 +259,7 @@ d1, d2 = st.columns([3, 1])
 decode_with = d1.selectbox("Decoder", DECODER_NAMES, key="lat_decode_method", format_func=DECODER_LABELS.get)
 n_decoded = d2.number_input("Queries", 1, 10, 5, key="lat_decode_n")
 if pasted.strip():
-    for note in text_notes(space.encoder, pasted, "passage"):
+    for note in space.typed_notes(pasted, "passage"):
         st.warning(note, icon=":material/help:")
     try:
         decoded = space.decode_text(pasted, decode_with, int(n_decoded))

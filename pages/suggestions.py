@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from eqi_core.encoders import text_notes
 from eqi_core.errors import DataError
 from eqi_core.figures.suggestion import reformulation_histograms, suggestion_intervals, typical_suggestion_gain
 from eqi_core.rankers import ranker_spec
@@ -67,7 +66,7 @@ with link:
 if not query.strip():
     st.info("Type a query: logged queries with judgments show each suggestion's nDCG@10.")
     st.stop()
-for note in text_notes(space.encoder, query, "query"):
+for note in space.typed_notes(query, "query"):
     st.warning(note, icon=":material/help:")
 
 

@@ -190,6 +190,26 @@ class LanguageFit:
                 f"not in the collection's language.")
 
 
+# A typed query is short and may hold a name the word list lacks ("coram ny"): it is warned about only
+# when fewer than half of at least two words are known (German, Russian, French text).
+TYPED_FIT_WARN, TYPED_MIN_WORDS = 0.5, 2
+
+
+def typed_text_warning(text: str, lexicon: Lexicon | None, what: str = "query") -> str | None:
+    """One line when a typed text is mostly in a language the decoder does not write (its word list is
+    English): its decodings and suggestions will be English words, whatever the text's language."""
+    if lexicon is None:
+        return None
+    fit = language_fit([text], lexicon, limit=0)
+    if fit.words < TYPED_MIN_WORDS or fit.share >= TYPED_FIT_WARN:
+        return None
+    known = round(fit.share * fit.words)
+    examples = ", ".join(f"“{w}”" for w in fit.unknown[:5])
+    return (f"{'None' if known == 0 else f'Only {known}'} of the {fit.words} words of this {what} "
+            f"{'is' if known == 1 else 'are'} in the decoder's English word list (e.g. {examples}): what is decoded "
+            f"from it is written in English words, not in the {what}'s language.")
+
+
 def language_fit(texts: Sequence[str], lexicon: Lexicon, limit: int = 2000) -> LanguageFit:
     """Share of the running words (any script: ``terms``) of up to ``limit`` texts, spread evenly over
     the collection, that the decoder's word list knows; "café" and "東京" count as unknown words,
@@ -208,4 +228,4 @@ def lexicon_card(lexicon: Lexicon, source: str) -> dict:
 
 
 __all__ = ["Lexicon", "WordConstraint", "training_lexicon", "constraint_for", "lexicon_card", "LEXICON_FILE",
-           "LanguageFit", "language_fit", "LANGUAGE_FIT_WARN"]
+           "LanguageFit", "language_fit", "LANGUAGE_FIT_WARN", "typed_text_warning"]

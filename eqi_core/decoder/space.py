@@ -162,6 +162,17 @@ class LatentSpace:
         fit = self.language_fit
         return fit.warning(self.collection.name) if fit is not None else None
 
+    def typed_notes(self, text: str, what: str = "query") -> list[str]:
+        """What a user should know about a typed text before reading what is decoded from it: the
+        encoder's unread or cut pieces (``encoders.text_notes``), and a language the decoder does not
+        write (``lexicon.typed_text_warning``)."""
+        from eqi_core.decoder.lexicon import typed_text_warning
+        from eqi_core.encoders import text_notes
+
+        language = None if self.language_warning else typed_text_warning(  # the collection's warning says it already
+            text, getattr(self.model, "lexicon", None), what)
+        return [*text_notes(self.encoder, text, what), *([language] if language else [])]
+
     @cached_property
     def _doc_pos(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}

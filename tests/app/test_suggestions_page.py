@@ -89,6 +89,10 @@ def test_a_query_the_encoder_cannot_read_is_warned_about(app):
         "minilm-l6 cannot read this query: “😀” is outside its vocabulary ([UNK]), so its vector, and every result "
         "made from it, says nothing about the query"]
     assert len(suggestions(at)) > 1
+    at.text_input(key="sug_query").set_value("wie funktioniert eine Impfung").run()
+    assert [w.value for w in at.warning] == [
+        "None of the 4 words of this query are in the decoder's English word list (e.g. “wie”, “funktioniert”, "
+        "“eine”, “impfung”): what is decoded from it is written in English words, not in the query's language."]
 
 
 def test_bad_model_in_a_link_is_a_warning(app):

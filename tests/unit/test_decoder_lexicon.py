@@ -256,3 +256,18 @@ def test_language_fit_counts_running_words_of_any_script():
     assert language_fit([], lexicon).warning() is None  # nothing to judge: no warning
     spread = language_fit([f"text{i}" for i in range(10)], lexicon, limit=5)  # every second text
     assert spread.passages == 5 and spread.unknown[0] == "text0" and "text1" not in spread.unknown
+
+
+def test_a_typed_text_in_another_language_is_warned_about_by_hand():
+    """Fewer than half of two or more words known: a warning; a name the list lacks, one word, or
+    no word list: none."""
+    from eqi_core.decoder.lexicon import typed_text_warning
+
+    lexicon = Lexicon(["the", "river", "bank", "what", "is", "county"])
+    assert typed_text_warning("wie funktioniert eine bank", lexicon) == (
+        "Only 1 of the 4 words of this query is in the decoder's English word list (e.g. “wie”, “funktioniert”, "
+        "“eine”): what is decoded from it is written in English words, not in the query's language.")
+    assert typed_text_warning("мир реки", lexicon, "passage").startswith("None of the 2 words of this passage are")
+    assert typed_text_warning("what county is coram", lexicon) is None  # 3 of 4 known
+    assert typed_text_warning("the rivière", lexicon) is None  # half known
+    assert typed_text_warning("мир", lexicon) is None and typed_text_warning("мир реки", None) is None
