@@ -11,7 +11,7 @@ from eqi_core.exposure.result_logs import PREFIX, result_log_id
 from eqi_core.loaders.registry import check_path_within_roots
 from eqi_core.rankers import RANKERS, ranker_spec
 from eqi_core.uploads import list_uploads, store_result_log
-from pages._state import get_store
+from pages._state import exposure_setup_or_stop, get_store
 
 SOURCE_KEY = "exp_log"  # a result log's path ("" = the sidebar's ranker); in the URL as log=
 
@@ -67,6 +67,18 @@ def apply_pending_upload() -> None:
     pending = st.session_state.pop("_exp_log_pending", None)
     if pending:
         st.session_state[SOURCE_KEY] = pending
+
+
+def exposure_rankings_and_setup(collection, spec: str, ranker_id: str):
+    """Both Exposure pages begin here: a just-uploaded log applied, the rankings chosen (the sidebar's
+    ranker or a result log), their exposure setup built (or the page stopped with its error), and
+    the setup's notes shown. Returns (rankings, setup)."""
+    apply_pending_upload()
+    rankings = rankings_source(collection, ranker_id)
+    setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_id).family == "dense" else None)
+    for note in setup.notes:
+        st.info(note, icon=":material/info:")
+    return rankings, setup
 
 
 def is_log(source: str) -> bool:

@@ -15,7 +15,7 @@ from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
-from pages._rankings import SOURCE_KEY, apply_pending_upload, compare_with, rankings_source
+from pages._rankings import SOURCE_KEY, compare_with, exposure_rankings_and_setup
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._text import literal, matched_words_line, result_columns
@@ -37,11 +37,7 @@ PASTE = "Paste a new passage"
 link = page_header("Exposure", f"Which logged queries put a passage in {ranker_spec(ranker_id).name}'s top results, "
                    "and how high? Exact answer by brute force over the whole query log; approximate answers by reverse "
                    "retrieval and by learned exposure heads (Li, Biega, Mitra et al., WWW 2022).", URL)
-apply_pending_upload()
-rankings = rankings_source(collection, ranker_id)
-setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_id).family == "dense" else None)
-for note in setup.notes:
-    st.info(note, icon=":material/info:")
+rankings, setup = exposure_rankings_and_setup(collection, spec, ranker_id)
 
 # -- the passage -------------------------------------------------------------------------------
 if incoming().get("text"):  # a link to a pasted passage opens on it

@@ -19,9 +19,9 @@ from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
 from pages._exports import PLOT_CONFIG, clicked_data
 from pages._progress import with_progress
-from pages._rankings import SOURCE_KEY, apply_pending_upload, rankings_source
+from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import current_collection, exposure_setup_or_stop
+from pages._state import current_collection
 from pages._url import copy_link, page_header, sync_url, within
 
 sidebar()
@@ -34,11 +34,7 @@ URL = {"ev_ntest": ("ntest", int, 500), "ev_ndq": ("ndq", int, default_n_dq(len(
 link = page_header("Exposure evaluation", f"EQI methods against the exact exposure map of {ranker_spec(ranker_id).name} "
                    "on passages held out from training. RELQ_RBP,RBP(γ_q→d, γ_d→q) weighs each found query by how high "
                    "it shows the passage (searcher patience γ_q→d) and how high it is listed (auditor patience γ_d→q).", URL)
-apply_pending_upload()
-rankings = rankings_source(collection, ranker_id)
-setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_id).family == "dense" else None)
-for note in setup.notes:
-    st.info(note, icon=":material/info:")
+rankings, setup = exposure_rankings_and_setup(collection, spec, ranker_id)
 
 for key, low, high in (("ev_ntest", 50, 5000), ("ev_ndq", 1, 200), ("ev_steps", 100, 20000)):
     within(key, low, high)
@@ -134,19 +130,18 @@ with tab_train:
     # results are kept with the settings they were computed for: another collection, ranker or setting
     # must not show this one's curves
     settings = (spec, rankings, int(n_test), int(n_dq), int(steps))
-    if st.button("Compute the training-size grid", key="ev_grid"):
-        holder = {}
-        with_progress("Training Residual heads for the grid...", lambda p: holder.update(
-            t=training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p)))
-        st.session_state["ev_grid_result"] = (settings, holder["t"])
-    kept = st.session_state.get("ev_grid_result")
-    if kept is not None and kept[0] == settings:
-        st.plotly_chart(figs.training_size(kept[1]), config=PLOT_CONFIG, key="ev_grid_fig")
-    if st.button("Simulate a growing query log", key="ev_expand"):
-        holder = {}
-        with_progress("Training on part of the log, evaluating as it grows...", lambda p: holder.update(
-            f=expanding_log(setup, test, base=config, n_dq=int(n_dq), progress=p)))
-        st.session_state["ev_expand_result"] = (settings, holder["f"])
-    kept = st.session_state.get("ev_expand_result")
-    if kept is not None and kept[0] == settings:
-        st.plotly_chart(figs.expanding_log(kept[1]), config=PLOT_CONFIG, key="ev_expand_fig")
+
+    def on_click(label: str, key: str, working: str, compute, figure) -> None:
+        """A long computation behind a button; its figure stays shown for these settings only."""
+        if st.button(label, key=key):
+            holder = {}
+            with_progress(working, lambda p: holder.update(result=compute(p)))
+            st.session_state[f"{key}_result"] = (settings, holder["result"])
+        kept = st.session_state.get(f"{key}_result")
+        if kept is not None and kept[0] == settings:
+            st.plotly_chart(figure(kept[1]), config=PLOT_CONFIG, key=f"{key}_fig")
+
+    on_click("Compute the training-size grid", "ev_grid", "Training Residual heads for the grid...",
+             lambda p: training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.training_size)
+    on_click("Simulate a growing query log", "ev_expand", "Training on part of the log, evaluating as it grows...",
+             lambda p: expanding_log(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.expanding_log)
