@@ -57,7 +57,7 @@ def cpu(cpuinfo: str | None = None) -> dict:
 
     if cpuinfo is None:
         try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8")
         except OSError:
             return {"cores": os.cpu_count(), "name": platform.processor() or "unknown"}
     first = cpuinfo.split("\n\n", 1)[0]
@@ -596,7 +596,7 @@ def scale_child(folder: str, k: int) -> None:
     _write_inverted(root / "work", len(plan.query_ranges()), root / "map")
     seconds = time.perf_counter() - start
     # VmHWM is this process's own peak: rusage's ru_maxrss keeps the forking parent's peak across exec
-    peak_kb = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+    peak_kb = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines()
                    if line.startswith("VmHWM:"))
     print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_kb / 1024,
                       "shards": len(plan.query_ranges()) * len(plan.passage_ranges())}))

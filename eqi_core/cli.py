@@ -379,7 +379,7 @@ def tasc(
         matrix.values.to_csv(output_dir / "matrix.csv")
         table.to_csv(output_dir / "tasc.csv", index=False)
         tests.to_csv(output_dir / "significance.csv", index=False)
-        (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure))
+        (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure), encoding="utf-8")
         in_table_order = matrix.values[order]  # legends as the TaSC table lists the rankers
         latest, earliest = order[-1], order[0]  # the page's Pairwise tab opens on this pair
         figures = {"sorted": figs.sorted_per_query(in_table_order, matrix.measure),
@@ -388,7 +388,7 @@ def tasc(
                       if len(order) > 1 else {}),
                    **figs.tasc_figures(table, matrix.measure), "unsolved": figs.solved_by_count(matrix.values)}
         for name, fig in figures.items():
-            (output_dir / f"{name}.html").write_text(figure_html(fig))
+            (output_dir / f"{name}.html").write_text(figure_html(fig), encoding="utf-8")
             write_figure(fig, output_dir / f"{name}.png")
         meta = {"collection": coll.name if coll is not None else "—",
                 "collection fingerprint": coll.fingerprint if coll is not None else "—",
@@ -1418,7 +1418,7 @@ def eval_decoder_cmd(
         output_dir.mkdir(parents=True, exist_ok=True)
         for name in ("summary", "round_trip", "passage_to_query", "curve", "curve_summary", "suggestions", "suggestion_lists"):
             res[name].to_csv(output_dir / f"{name}.csv", index=name in ("summary", "suggestions"))
-        (output_dir / "summary.json").write_text(json.dumps(metrics, indent=1))
+        (output_dir / "summary.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     if write_card:
         _write_card_metrics(write_card, "metrics", metrics)
 
@@ -1427,7 +1427,7 @@ def _write_card_metrics(folder: Path, key: str, metrics: dict) -> None:
     """Add an evaluation to a checkpoint's card.json (atomically)."""
     card_path = folder / "card.json"
     try:
-        card = json.loads(card_path.read_text())
+        card = json.loads(card_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise DataError(f"{card_path}: cannot read the card ({exc})") from None
     card[key] = metrics
@@ -1462,7 +1462,7 @@ def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card
         atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
     if write_card:
         if methods:  # replace these methods' rows in the card's evaluation, keep the others
-            card = json.loads((write_card / "card.json").read_text())
+            card = json.loads((write_card / "card.json").read_text(encoding="utf-8"))
             before = card.get("natural_metrics", {})
             summary = {**before.get("summary", {}), **{k: v for k, v in metrics["summary"].items() if k in methods}}
             by_source = [r for r in before.get("by_source", []) if r["method"] not in methods] + metrics["by_source"]

@@ -37,7 +37,7 @@ def start_dashboard(home: Path, env: dict | None = None, ready_timeout: float = 
     shared = ROOT.parent / "shared" / "data"
     if shared.is_dir() and "EQI_DATA_ROOTS" not in env:  # the real collections in the sidebar, as with EQI_DATA_ROOTS set
         env["EQI_DATA_ROOTS"] = str(shared)
-    log = open(home / "streamlit.log", "w")  # noqa: SIM115 - the server outlives this function
+    log = open(home / "streamlit.log", "w", encoding="utf-8")  # noqa: SIM115 - the server outlives this function
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
@@ -54,7 +54,7 @@ def start_dashboard(home: Path, env: dict | None = None, ready_timeout: float = 
             except OSError:
                 time.sleep(0.2)
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited early: {(home / 'streamlit.log').read_text()[-2000:]}")
+                raise RuntimeError(f"streamlit exited early: {(home / 'streamlit.log').read_text(encoding='utf-8')[-2000:]}")
             if time.time() > deadline:
                 raise RuntimeError(f"streamlit did not become healthy in {ready_timeout:.0f} s")
         yield url

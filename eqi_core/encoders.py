@@ -99,12 +99,12 @@ def passages_cut(collection, encoder, store: ArtifactStore) -> dict | None:
         return None
 
     def build(tmp: Path) -> dict:
-        (tmp / "cut.json").write_text(json.dumps(cut_passages(encoder, collection.passage_texts())))
+        (tmp / "cut.json").write_text(json.dumps(cut_passages(encoder, collection.passage_texts())), encoding="utf-8")
         return {}
 
     art = store.get_or_build("passages-cut", {"collection": collection.fingerprint, "encoder": encoder.id,
                                               "limit": encoder.max_pieces}, build)
-    return json.loads(art.file("cut.json").read_text())
+    return json.loads(art.file("cut.json").read_text(encoding="utf-8"))
 
 
 def cut_note(stats: dict | None) -> str | None:

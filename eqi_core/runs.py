@@ -108,7 +108,7 @@ class Run:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tag = (tag or self.name).replace(" ", "_") or "eqi"
-        with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
             f = self.frame
             for q, d, r, s in zip(f["query_id"], f["doc_id"], f["rank"], f["score"]):
                 fh.write(f"{q} Q0 {d} {r} {s:.6f} {tag}\n")

@@ -135,7 +135,7 @@ class ArtifactStore:
 
     def _read(self, kind: str, key: str, path: Path, verify: bool) -> Artifact:
         try:
-            manifest = json.loads((path / MANIFEST).read_text())
+            manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise CorruptArtifact(f"unreadable manifest: {exc}") from exc
         files = manifest.get("files")
@@ -213,12 +213,12 @@ class ArtifactStore:
         """One line per completed build in ``builds.jsonl``: what was built, when, by which process."""
         line = json.dumps({"kind": kind, "key": key, "pid": os.getpid(), "seconds": seconds,
                            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        with open(self.root / "builds.jsonl", "a") as fh:  # a single short append: atomic on POSIX
+        with open(self.root / "builds.jsonl", "a", encoding="utf-8") as fh:  # a single short append: atomic on POSIX
             fh.write(line + "\n")
 
     def builds(self) -> list[dict]:
         path = self.root / "builds.jsonl"
-        return [json.loads(line_) for line_ in path.read_text().splitlines() if line_.strip()] if path.exists() else []
+        return [json.loads(line_) for line_ in path.read_text(encoding="utf-8").splitlines() if line_.strip()] if path.exists() else []
 
     def work_dir(self, kind: str, params: dict[str, Any]) -> Path:
         """A scratch directory that survives a killed build (checkpoints, finished shards), so a
@@ -318,7 +318,7 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
         if isinstance(data, bytes):
             tmp.write_bytes(data)
         else:
-            tmp.write_text(data)
+            tmp.write_text(data, encoding="utf-8")
     return Path(path)
 
 

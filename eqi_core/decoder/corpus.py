@@ -154,7 +154,7 @@ def build_corpus(recipe: CorpusRecipe, out: Path, progress: ProgressFn | None = 
     digest = hashlib.sha256(out.read_bytes()).hexdigest()[:16]
     summary["digest"] = digest
     with atomic_path(out.with_suffix(".json")) as tmp:
-        Path(tmp).write_text(json.dumps(summary, indent=1))
+        Path(tmp).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
 
 
@@ -169,7 +169,7 @@ def read_corpus(path: Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise DataError(f"{path}: decoder corpus lacks column(s) {', '.join(sorted(missing))}")
     meta = path.with_suffix(".json")
-    summary = json.loads(meta.read_text()) if meta.is_file() else {}
+    summary = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
     summary.setdefault("digest", hashlib.sha256(path.read_bytes()).hexdigest()[:16])
     return table, summary
 

@@ -274,11 +274,11 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
                         mask_id=tok.token_to_id("[MASK]"))
     elapsed = time.time() - started
     log = work / "timing.json"
-    timing = json.loads(log.read_text()) if log.is_file() else {"calls": []}
+    timing = json.loads(log.read_text(encoding="utf-8")) if log.is_file() else {"calls": []}
     done_before = sum(c["steps"] for c in timing["calls"])  # losses hold every step since the start
     timing["calls"].append({"device": device_name(device), "steps": len(losses) - done_before, "seconds": round(elapsed, 1)})
     with atomic_path(log) as tmp:
-        Path(tmp).write_text(json.dumps(timing))
+        Path(tmp).write_text(json.dumps(timing), encoding="utf-8")
     if len(losses) < cfg.steps:
         return None
 
@@ -326,7 +326,7 @@ def save_natural(model: BertPrefixDecoder, folder: Path, card: dict, half: bool 
     with atomic_path(folder / WEIGHTS) as tmp:
         save_file(state, str(tmp))
     with atomic_path(folder / CARD) as tmp:
-        Path(tmp).write_text(json.dumps({"format": 2, **card, "config": asdict(model.cfg)}, indent=1, default=str))
+        Path(tmp).write_text(json.dumps({"format": 2, **card, "config": asdict(model.cfg)}, indent=1, default=str), encoding="utf-8")
 
 
 def write_lexicon(folder: Path, corpus) -> dict:
@@ -342,7 +342,7 @@ def write_lexicon(folder: Path, corpus) -> dict:
     card["lexicon"] = lexicon_card(lexicon, "the words of the corpus's training split (queries, passage sentences) "
                                            "and WordNet 3.0 lemmas; no held-out query or passage")
     with atomic_path(folder / CARD) as tmp:
-        Path(tmp).write_text(json.dumps(card, indent=1, default=str))
+        Path(tmp).write_text(json.dumps(card, indent=1, default=str), encoding="utf-8")
     return card["lexicon"]
 
 
@@ -441,7 +441,7 @@ class NaturalDecoderModel:
 def read_natural_card(folder: Path) -> dict:
     path = Path(folder) / CARD
     try:
-        card = json.loads(path.read_text())
+        card = json.loads(path.read_text(encoding="utf-8"))
         BertDecoderConfig(**card["config"])
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise DecoderError(f"{path}: not a natural decoder card ({type(exc).__name__}: {exc})") from None
@@ -479,7 +479,7 @@ def load_natural(folder: Path, encoder, beam: int = 8) -> NaturalDecoderModel:
 
 def is_natural_card(folder: Path) -> bool:
     try:
-        return json.loads((Path(folder) / CARD).read_text()).get("config", {}).get("arch") == ARCH
+        return json.loads((Path(folder) / CARD).read_text(encoding="utf-8")).get("config", {}).get("arch") == ARCH
     except (OSError, json.JSONDecodeError, AttributeError):
         return False
 

@@ -259,13 +259,13 @@ def save_decoder(model: PrefixDecoder, folder: Path, card: dict, half: bool = Tr
     state = {k: (v.half() if half and v.is_floating_point() else v).contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(folder / WEIGHTS))
     card = {"format": CARD_FORMAT, **card, "config": asdict(model.cfg)}
-    (folder / CARD).write_text(json.dumps(card, indent=1, default=str))
+    (folder / CARD).write_text(json.dumps(card, indent=1, default=str), encoding="utf-8")
 
 
 def read_card(folder: Path) -> dict:
     path = Path(folder) / CARD
     try:
-        card = json.loads(path.read_text())
+        card = json.loads(path.read_text(encoding="utf-8"))
         if card.get("config", {}).get("arch"):  # the natural decoder's card
             from eqi_core.decoder.bert import BertDecoderConfig
 

@@ -145,7 +145,7 @@ def build_synthetic(corpus_path: Path, decoder, encoder, out: Path, recipe: Synt
                         "around": f"{len(queries)} training queries", "encoder": encoder.id}
     new["digest"] = hashlib.sha256(out.read_bytes()).hexdigest()[:16]
     with atomic_path(out.with_suffix(".json")) as tmp:
-        Path(tmp).write_text(json.dumps(new, indent=1))
+        Path(tmp).write_text(json.dumps(new, indent=1), encoding="utf-8")
     store.clear_work_dir("decoder-synthetic", params)
     return new
 

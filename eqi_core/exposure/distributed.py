@@ -380,7 +380,7 @@ def compute_exposure_map(collection: Collection, ranker_id: str, store: Artifact
         info.update(compute_grid(inputs, plan, depth, engine, work, progress, on_client, max_tasks))
         _write_inverted(work, len(plan.query_ranges()), tmp / "map")
         meta = {"plan": asdict(plan), "engine": engine.name, "compute_seconds": info["compute_seconds"]}
-        (tmp / "job.json").write_text(json.dumps(meta))
+        (tmp / "job.json").write_text(json.dumps(meta), encoding="utf-8")
         return meta
 
     art = store.get_or_build("exposure-map", params, build, sources=[f"collection:{collection.fingerprint}"])

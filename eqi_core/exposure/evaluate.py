@@ -217,11 +217,11 @@ def cached_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, con
         (tmp / "info.json").write_text(json.dumps({
             "methods": names, "bm25_tuning": {k: v for k, v in res["bm25_tuning"].items() if k != "grid"},
             "training": res["training"], "ttests": res["ttests"].to_dict(orient="records"),
-        }, default=float))
+        }, default=float), encoding="utf-8")
         return {"test_passages": res["test_passages"]}
 
     art = setup.store.get_or_build("exposure-eval", params, build)
-    info = json.loads(art.file("info.json").read_text())
+    info = json.loads(art.file("info.json").read_text(encoding="utf-8"))
     per_passage = pd.read_parquet(art.file("per_passage.parquet"))
     with np.load(art.file("lists.npz"), allow_pickle=False) as z:
         lists = {n: z[f"m{i}"] for i, n in enumerate(info["methods"])}

@@ -264,11 +264,11 @@ class LearnedEQI:
 def save_model(model: ExposureModel, folder: Path, config: TrainingConfig, extra: dict) -> None:
     """Weights as safetensors, parameters as JSON (never a pickle)."""
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps({"config": asdict(config), **extra}, indent=1, default=str))
+    (folder / "config.json").write_text(json.dumps({"config": asdict(config), **extra}, indent=1, default=str), encoding="utf-8")
 
 
 def load_model(folder: Path, dim: int) -> tuple[ExposureModel, dict]:
-    info = json.loads((folder / "config.json").read_text())
+    info = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     config = TrainingConfig(**info["config"])
     model = ExposureModel(dim, config.arch, config.dropout)
     model.load_state_dict(load_file(str(folder / "model.safetensors")))

@@ -126,11 +126,11 @@ def load_collection(spec: str | CollectionSpec = DEFAULT_SPEC, store: ArtifactSt
         c.passages.to_parquet(tmp / "passages.parquet", index=False)
         c.queries.to_parquet(tmp / "queries.parquet", index=False)
         c.qrels.to_parquet(tmp / "qrels.parquet", index=False)
-        (tmp / "info.json").write_text(json.dumps({"name": c.name, "source": c.source, "notes": c.notes}))
+        (tmp / "info.json").write_text(json.dumps({"name": c.name, "source": c.source, "notes": c.notes}), encoding="utf-8")
         return {"fingerprint": c.fingerprint, "name": c.name}
 
     art = store.get_or_build("collection", params, build)
-    info = json.loads(art.file("info.json").read_text())
+    info = json.loads(art.file("info.json").read_text(encoding="utf-8"))
     c = Collection(
         name=info["name"],
         passages=pd.read_parquet(art.file("passages.parquet")),

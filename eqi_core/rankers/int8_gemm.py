@@ -45,7 +45,7 @@ def cpu_has_vnni(cpuinfo: str | None = None) -> bool:
     """Whether the CPU multiplies int8 with VNNI instructions (where int8 beats fp32 GEMM by ~3x)."""
     if cpuinfo is None:
         try:
-            with open("/proc/cpuinfo") as f:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
                 cpuinfo = f.read()
         except OSError:  # not Linux: no way to tell cheaply, keep fp32
             return False

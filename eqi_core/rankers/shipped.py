@@ -55,7 +55,7 @@ def _cards(root: Path):
         return
     for card_path in sorted(root.glob(f"*/{CARD}")):
         try:
-            card = json.loads(card_path.read_text())
+            card = json.loads(card_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise DataError(f"{card_path}: not a readable JSON card ({exc})") from None
         if card.get("format") == FORMAT:

@@ -182,7 +182,7 @@ def build_reformulations(spaces: list, store: ArtifactStore, recipe: Reformulati
         np.save(tmp / "rewrite_emb.npy", np.concatenate(rewrite))  # (steps, dim), aligned with steps.parquet
         stats = dataset_statistics(walks_df, steps_df)
         stats["seconds_this_call"] = round(time.time() - started, 1)
-        (tmp / "stats.json").write_text(json.dumps(stats, indent=1))
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=1), encoding="utf-8")
         return {"walks": len(walks_df), "successful_rewrites": stats["successful_rewrites"]}
 
     art = store.get_or_build(KIND, params, build)
@@ -194,7 +194,7 @@ def read_reformulations(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]
     folder = Path(folder)
     try:
         return (pd.read_parquet(folder / "walks.parquet"), pd.read_parquet(folder / "steps.parquet"),
-                json.loads((folder / "stats.json").read_text()))
+                json.loads((folder / "stats.json").read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         raise DataError(f"{folder}: not a reformulation dataset ({type(exc).__name__}: {exc})") from None
 

@@ -282,13 +282,13 @@ def save_suggester(head: SuggestionHead, folder: Path, card: dict) -> None:
     with atomic_path(folder / WEIGHTS) as tmp:
         save_file({k: v.half().contiguous() for k, v in head.state_dict().items()}, str(tmp))
     with atomic_path(folder / CARD) as tmp:
-        Path(tmp).write_text(json.dumps({**card, "config": asdict(head.cfg)}, indent=1, default=str))
+        Path(tmp).write_text(json.dumps({**card, "config": asdict(head.cfg)}, indent=1, default=str), encoding="utf-8")
 
 
 def read_suggester_card(folder: Path) -> dict:
     path = Path(folder) / CARD
     try:
-        card = json.loads(path.read_text())
+        card = json.loads(path.read_text(encoding="utf-8"))
         cfg = SuggesterConfig(**card["config"])
         if cfg.arch != ARCH:
             raise KeyError("arch")

@@ -181,7 +181,7 @@ def load_ranker(folder: Path) -> SuggestionRanker | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
         weights, scale = np.array(data["weights"], dtype=np.float64), np.array(data["scale"], dtype=np.float64)
         names = tuple(data["features"])
         penalty = float(data.get("pick_penalty", 0.0))

@@ -103,8 +103,8 @@ def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch
     folder.mkdir()
     docs = [{"_id": "p1", "title": "", "text": "river bank " * 150}, {"_id": "p2", "title": "", "text": "piano keys"},
             {"_id": "p3", "title": "", "text": "savings account at a bank"}]
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "river"}) + "\n")
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "river"}) + "\n", encoding="utf-8")
     monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
     app = AppTest.from_file(APP, default_timeout=600)
     app.run()
@@ -259,6 +259,6 @@ def test_every_collection_bound_key_is_a_pages_state_key():
 
     from pages._sidebar import COLLECTION_BOUND
 
-    source = "\n".join(p.read_text() for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py"))
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py"))
     used = set(re.findall(r'key="([a-z_]+)"', source)) | set(re.findall(r'"([a-z_]+)": \("', source))
     assert set(COLLECTION_BOUND) <= used, set(COLLECTION_BOUND) - used

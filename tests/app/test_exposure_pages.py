@@ -173,7 +173,7 @@ def test_generative_exposure_panel(at):
 
 def test_a_link_cannot_name_a_result_log_outside_the_data_roots(at, tmp_path):
     outside = tmp_path / "secret.trec"
-    outside.write_text("q1 Q0 d1 1 1.0 sys\n")
+    outside.write_text("q1 Q0 d1 1 1.0 sys\n", encoding="utf-8")
     at.query_params["log"] = str(outside)
     at.switch_page("pages/exposure.py").run()
     assert not at.exception, at.exception

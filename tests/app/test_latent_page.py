@@ -100,7 +100,7 @@ def test_decoder_card_and_evaluation_are_shown(app):
     assert tables and {"decoder", "decoder+rerank", "nearest logged query", "first 3 content words"} <= set(tables[0].index)
     from eqi_core.decoder.space import ASSETS  # the page shows the card's numbers, unaltered
 
-    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
+    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text(encoding="utf-8"))
     for name, row in card["natural_metrics"]["summary"].items():
         if row.get("round_trip_f1") is not None:
             assert tables[0].loc[name, "round_trip_f1"] == pytest.approx(row["round_trip_f1"])
@@ -120,13 +120,13 @@ def test_other_shipped_decoder_weights_can_be_chosen_and_linked(app):
     at = open_page(app, query="river bank")
     choice = at.selectbox(key="lat_weights")
     assert choice.value == "" and "natural-minilm-l6-real" in choice.options[1]
-    default_card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
+    default_card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text(encoding="utf-8"))
     kept = f"{own_samples(default_card['corpus'])[0]:,} samples of the decoder before it"
     assert any(kept in c.value for c in at.caption)  # the default says how it was made
     default_steps = at.dataframe[0].value
     choice.set_value("natural-minilm-l6-real").run()
     assert not at.exception, at.exception
-    card = json.loads((ASSETS / "natural-minilm-l6-real" / "card.json").read_text())
+    card = json.loads((ASSETS / "natural-minilm-l6-real" / "card.json").read_text(encoding="utf-8"))
     queries = f"{card['corpus']['queries_train']:,} real queries"
     assert any(queries in c.value and "natural-minilm-l6-real" in c.value for c in at.caption)  # which, and how made
     tables = [d.value for d in at.dataframe if "round_trip_f1" in d.value.columns]

@@ -25,7 +25,7 @@ def space(shared_store):
 
 
 def test_the_checkpoint_card_says_what_made_it():
-    card = json.loads((FOLDER / "card.json").read_text())
+    card = json.loads((FOLDER / "card.json").read_text(encoding="utf-8"))
     assert card["encoder"] == "minilm-l6" and card["collection"].lower().startswith("wordnet")
     assert card["data"]["heldout_queries"] > 1000 and card["parameters"] > 1_000_000
     assert card["metrics"]["samples"]["queries"] >= 100  # written by eqi eval-decoder --write-card
@@ -40,7 +40,7 @@ def test_round_trip_and_passage_to_query_on_held_out_queries(space):
     rt = round_trip(sp, sample, decoders=("decoder", "word-edit search", "nearest-query"))
     means = rt.groupby("decoder")[["token_f1", "cosine"]].mean()
     assert means.loc["decoder", "cosine"] >= 0.90 and means.loc["decoder", "token_f1"] >= 0.60
-    card = json.loads((FOLDER / "card.json").read_text())["metrics"]["summary"]  # written under earlier names
+    card = json.loads((FOLDER / "card.json").read_text(encoding="utf-8"))["metrics"]["summary"]  # written under earlier names
     for name, earlier in (("decoder", "neural"), ("word-edit search", "neural+guided"), ("nearest-query", "nearest-query")):
         assert abs(means.loc[name, "cosine"] - card[earlier]["cosine"]) <= 0.05, (name, means.loc[name, "cosine"])
     assert means.loc["decoder", "cosine"] > means.loc["nearest-query", "cosine"]
@@ -66,7 +66,7 @@ def test_the_natural_decoder_beats_the_lemma_decoder_on_wordnet_and_is_its_defau
     assert natural["wordnet top1"] >= lemma["wordnet top1"] + 0.2
     assert natural["wordnet top1"] > table.loc["top-3 cosine words", "wordnet top1"] - 0.1
     assert natural["round_trip_f1"] >= lemma["round_trip_f1"] - 0.05
-    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())["wordnet_comparison"]["summary"]
+    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text(encoding="utf-8"))["wordnet_comparison"]["summary"]
     assert card["natural decoder"]["wordnet top1"] > card["WordNet lemma decoder"]["wordnet top1"]
     wordnet = load_collection("wordnet", shared_store)
     assert find_decoder(wordnet, load_encoder("minilm-l6"), shared_store).card.get("arch") == "bert-prefix"

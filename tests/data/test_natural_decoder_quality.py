@@ -43,7 +43,7 @@ def decoder():
 
 
 def test_the_card_says_what_made_it():
-    card = json.loads((FOLDER / "card.json").read_text())
+    card = json.loads((FOLDER / "card.json").read_text(encoding="utf-8"))
     assert card["arch"] == "bert-prefix" and card["encoder"] == "minilm-l6"
     assert card["corpus"]["queries_heldout"] > 2000 and card["trained_on"][0]["device"]
     assert card["command"].startswith("eqi train-decoder --natural")

@@ -20,8 +20,8 @@ def beir(tmp_path, corpus=GOOD_CORPUS, queries=GOOD_QUERIES, qrels=GOOD_QRELS, r
     d = tmp_path / "c"
     (d / "qrels").mkdir(parents=True, exist_ok=True)
     (d / "corpus.jsonl").write_bytes(raw_corpus if raw_corpus is not None else corpus.encode())
-    (d / "queries.jsonl").write_text(queries)
-    (d / "qrels" / "test.tsv").write_text(qrels)
+    (d / "queries.jsonl").write_text(queries, encoding="utf-8")
+    (d / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
     return d
 
 
@@ -99,7 +99,7 @@ def test_zip_path_traversal_and_bomb(tmp_path):
 
 def test_not_a_zip(tmp_path):
     f = tmp_path / "fake.zip"
-    f.write_text("not a zip")
+    f.write_text("not a zip", encoding="utf-8")
     with pytest.raises(DataError, match="not a folder or a zip file"):
         load_collection(f"beir:{f}")
 

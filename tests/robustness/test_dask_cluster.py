@@ -58,7 +58,7 @@ def test_separately_started_scheduler_and_two_workers(wordnet, shared_store, ref
             if sched_file.exists() and sched_file.stat().st_size:
                 break
             time.sleep(0.5)
-        address = json.loads(sched_file.read_text())["address"]
+        address = json.loads(sched_file.read_text(encoding="utf-8"))["address"]
         for _ in range(2):
             procs.append(subprocess.Popen([str(DASK), "worker", address, "--nthreads", "1", "--nworkers", "1",
                                            "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))

@@ -35,7 +35,7 @@ BUILDER = textwrap.dedent("""
 
 def run_builder(tmp_path: Path, mode: str, key: int = 1) -> subprocess.Popen:
     script = tmp_path / "builder.py"
-    script.write_text(BUILDER)
+    script.write_text(BUILDER, encoding="utf-8")
     return subprocess.Popen([sys.executable, str(script), str(tmp_path / "store"), mode, str(tmp_path / "builds.log"),
                              str(key)],
                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
@@ -62,7 +62,7 @@ def test_concurrent_builder_processes_build_once(tmp_path):
     outputs = [p.communicate(timeout=60)[0] for p in procs]
     assert all(o.startswith("done") for o in outputs)
     assert len({o.split()[1] for o in outputs}) == 1
-    assert (tmp_path / "builds.log").read_text().count("build") == 1
+    assert (tmp_path / "builds.log").read_text(encoding="utf-8").count("build") == 1
 
 
 def test_concurrent_builds_of_different_keys_all_succeed(tmp_path):
@@ -91,7 +91,7 @@ def test_corrupt_file_detected_and_rebuilt_across_processes(tmp_path):
     assert store.load("thing", {"p": 1}) is None
     again = run_builder(tmp_path, "fast")
     assert again.communicate(timeout=60)[0].startswith("done")
-    assert (tmp_path / "builds.log").read_text().count("build") == 2
+    assert (tmp_path / "builds.log").read_text(encoding="utf-8").count("build") == 2
     assert store.load("thing", {"p": 1}) is not None
 
 

@@ -111,7 +111,7 @@ def test_bench_pasted_runs_both_ways_and_agrees_on_the_tiny_collection(tmp_path,
     monkeypatch.setenv("EQI_HOME", str(tmp_path / "store"))
     result = runner.invoke(app, ["bench", "pasted", "-c", TINY, "--n", "3", "-o", str(tmp_path / "b.json")])
     assert result.exit_code == 0, result.output
-    report = json.loads((tmp_path / "b.json").read_text())
+    report = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
     assert report["pasted_texts"] == 3 and report["log_queries"] == 5
     assert report["identical_exposing_queries_and_ranks"] + report["different_only_by_ties_at_k"] == 1.0
     assert report["ours_ms"]["p50"] > 0 and report["baseline_ms"]["p50"] > 0
@@ -297,7 +297,7 @@ def test_evaluate_prints_the_means_and_the_hardest_queries():
 
 def test_evaluate_a_run_file_and_a_collection_without_judgments(tmp_path, monkeypatch, capsys):
     run = tmp_path / "sys.trec"
-    run.write_text("q1 Q0 d1 1 2.0 sys\nq1 Q0 d4 2 1.0 sys\n")
+    run.write_text("q1 Q0 d1 1 2.0 sys\nq1 Q0 d4 2 1.0 sys\n", encoding="utf-8")
     out = runner.invoke(app, ["evaluate", "-c", TINY, "--run", str(run)])
     assert out.exit_code == 0, out.output
     assert "# sys.trec on tiny_beir: 4 judged queries" in out.output
@@ -305,10 +305,10 @@ def test_evaluate_a_run_file_and_a_collection_without_judgments(tmp_path, monkey
     assert out.output.splitlines()[-1].split()[-2:] == ["d1", "1"]  # q1, the easiest, last: its gold passage first
     bare = tmp_path / "bare"
     bare.mkdir()
-    (bare / "corpus.jsonl").write_text('{"_id": "p1", "text": "some text"}\n')
-    (bare / "queries.jsonl").write_text('{"_id": "x1", "text": "a query"}\n')
+    (bare / "corpus.jsonl").write_text('{"_id": "p1", "text": "some text"}\n', encoding="utf-8")
+    (bare / "queries.jsonl").write_text('{"_id": "x1", "text": "a query"}\n', encoding="utf-8")
     (bare / "qrels").mkdir()
-    (bare / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\tp1\t0\n")  # judged, not relevant
+    (bare / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\tp1\t0\n", encoding="utf-8")  # judged, not relevant
     monkeypatch.setattr("sys.argv", ["eqi", "evaluate", "-c", f"beir:{bare}", "-r", "bm25"])
     with pytest.raises(SystemExit):
         main()

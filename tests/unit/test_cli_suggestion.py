@@ -132,7 +132,7 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     assert (summary["best@10"] >= summary["best@1"] - 1e-12).all()
     lists = pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)
     assert len(lists) == len(methods) - 1
-    card = json.loads((card_dir / "card.json").read_text())
+    card = json.loads((card_dir / "card.json").read_text(encoding="utf-8"))
     rows = [r for r in card["evaluation"] if r["collection"] == tiny.name]
     assert {r["method"] for r in rows} == methods
     assert card["evaluation_commands"][tiny.name] == "eqi " + " ".join(argv)
@@ -142,20 +142,21 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "summary.csv"), summary)
     assert len(pd.read_json(tmp_path / "out" / "lists.jsonl", lines=True)) == len(methods) - 1
     # the card names both runs: the other methods' lists are the first run's
-    card = json.loads((card_dir / "card.json").read_text())
+    card = json.loads((card_dir / "card.json").read_text(encoding="utf-8"))
     both = "eqi " + " ".join(argv) + ", then eqi " + " ".join(argv + ["--only", "prf"])
     assert card["evaluation_commands"][tiny.name] == both
     assert "mean_gain" in summary.columns and "share_above_query" in summary.columns
     code, out, err = run_main(monkeypatch, capsys, argv + ["--only", "prf"])  # the same --only run again: named once
     assert code == 0, err
-    assert json.loads((card_dir / "card.json").read_text())["evaluation_commands"][tiny.name] == both
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6-real")  # the suggesters' speaks_with
+    assert json.loads((card_dir / "card.json").read_text(encoding="utf-8"))["evaluation_commands"][tiny.name] == both
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["decoder"].endswith("/natural-minilm-l6-real")  # the suggesters' speaks_with
     # another shipped decoder speaks the suggestions; the summary says which
     other = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),
              "-o", str(tmp_path / "other"), "--decoder", str(ASSETS.parent / "decoders" / "natural-minilm-l6")]
     code, out, err = run_main(monkeypatch, capsys, other)
     assert code == 0, err
-    assert json.loads((tmp_path / "other" / "summary.json").read_text())["decoder"].endswith("/natural-minilm-l6")
+    assert json.loads((tmp_path / "other" / "summary.json").read_text(encoding="utf-8"))["decoder"].endswith("/natural-minilm-l6")
     assert set(pd.read_csv(tmp_path / "other" / "summary.csv")["method"]) == methods
 
 
@@ -172,7 +173,7 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     argv = ["train-suggestion-ranker", "-c", TINY, "--suggester", str(folder), "--queries", "3"]
     code, out, err = run_main(monkeypatch, capsys, argv)
     assert code == 0, err
-    card = json.loads((folder / RANKER_FILE).read_text())
+    card = json.loads((folder / RANKER_FILE).read_text(encoding="utf-8"))
     assert card["features"] == list(FEATURES) and card["command"] == "eqi " + " ".join(argv)
     assert card["pick_penalty"] == PICK_PENALTY and f"minus {PICK_PENALTY:g} x the largest word Jaccard" in card["pick"]
     (counts,) = card["trained_on"].values()

@@ -8,9 +8,9 @@ runner = CliRunner()
 
 @pytest.fixture
 def files(tmp_path):
-    (tmp_path / "q.qrels").write_text("q1 0 a 1\nq2 0 c 1\nq3 0 d 2\n")
-    (tmp_path / "old.trec").write_text("q1 Q0 a 1 2 old\nq2 Q0 z 1 2 old\nq2 Q0 c 2 1 old\n")
-    (tmp_path / "new.trec").write_text("q1 Q0 x 1 2 new\nq1 Q0 a 2 1 new\nq3 Q0 d 1 5 new\n")
+    (tmp_path / "q.qrels").write_text("q1 0 a 1\nq2 0 c 1\nq3 0 d 2\n", encoding="utf-8")
+    (tmp_path / "old.trec").write_text("q1 Q0 a 1 2 old\nq2 Q0 z 1 2 old\nq2 Q0 c 2 1 old\n", encoding="utf-8")
+    (tmp_path / "new.trec").write_text("q1 Q0 x 1 2 new\nq1 Q0 a 2 1 new\nq3 Q0 d 1 5 new\n", encoding="utf-8")
     return tmp_path
 
 
@@ -38,7 +38,7 @@ def test_tasc_cli_writes_exports(files, tmp_path):
     assert result.exit_code == 0, result.output
     assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png", "report.html",
             "pairwise.png", "pairwise_scatter.png", "pairwise_scatter.html"} <= {p.name for p in out.iterdir()}
-    report = (out / "report.html").read_text()
+    report = (out / "report.html").read_text(encoding="utf-8")
     # the Pairwise tab's pair, the later ranker (A) against the earlier: new is better on 1 query, old on 2
     assert "new against old, query by query" in report and "new better (1)" in report and "old better (2)" in report
     # RR old [1, .5, 0], new [.5, 0, 1]: q3 differs most (1.0), so the report drills into it as the page opens on it
@@ -85,7 +85,7 @@ def test_tasc_cli_errors_are_one_line(files, monkeypatch, capsys, extra, message
 
 
 def test_tasc_cli_bad_run_line_and_single_run(files, monkeypatch, capsys):
-    (files / "bad.trec").write_text("q1 Q0 a 1 2 x\nq1 Q0 b two 1 x\n")
+    (files / "bad.trec").write_text("q1 Q0 a 1 2 x\nq1 Q0 b two 1 x\n", encoding="utf-8")
     for runs, message in (([files / "bad.trec", files / "old.trec"], "bad.trec: line 2: rank 'two' is not a number"),
                           ([files / "old.trec"], "expected at least two")):
         argv = ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--mode", "all-others"]
@@ -102,7 +102,7 @@ def test_runs_named_alike_are_all_kept(files, tmp_path):
     from eqi_core.coverage.sources import combine_runs, load_run_files, load_uploaded_runs
     from eqi_core.errors import DataError
 
-    (files / "old.dl19.trec").write_text((files / "old.trec").read_text())
+    (files / "old.dl19.trec").write_text((files / "old.trec").read_text(encoding="utf-8"), encoding="utf-8")
     first, second = load_run_files([files / "old.trec"]), load_run_files([files / "old.dl19.trec"])
     both = combine_runs(first, second)
     assert list(both) == ["old", "old.dl19"] and both["old.dl19"].name == "old.dl19"

@@ -261,14 +261,14 @@ def test_checkpoint_for_another_encoder_is_refused(tiny_space, tmp_path):
     _, decoder, _ = tiny_space
     folder = tmp_path / "ckpt"
     shutil.copytree(decoder.card["_folder"], folder)
-    card = json.loads((folder / "card.json").read_text())
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
     card["config"]["encoder_dim"] = 768
     card["config"]["tokenizer_sha"] = "0000"
-    (folder / "card.json").write_text(json.dumps(card))
+    (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
     with pytest.raises(DecoderError, match=r"dimension 768, not 384; tokenizer 0000") as err:
         load_decoder(folder, load_encoder("minilm-l6"))
     assert "\n" not in str(err.value)
-    (folder / "card.json").write_text("{not json")
+    (folder / "card.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(DecoderError, match="not a decoder card"):
         load_decoder(folder, load_encoder("minilm-l6"))
     with pytest.raises(DecoderError, match="sentence-transformers"):

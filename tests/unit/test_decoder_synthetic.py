@@ -34,7 +34,7 @@ def corpus(tmp_path):
                           "split": ["train", "train", "train", "heldout", "train"]})
     path = tmp_path / "corpus.parquet"
     table.to_parquet(path, index=False)
-    path.with_suffix(".json").write_text(json.dumps({"digest": "abc", "queries_train": 3}))
+    path.with_suffix(".json").write_text(json.dumps({"digest": "abc", "queries_train": 3}), encoding="utf-8")
     return path, held
 
 
@@ -164,7 +164,7 @@ def test_the_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path, 
     from eqi_core.cli import app
 
     bad = tmp_path / "log.tsv"
-    bad.write_text("q1\twhat is a bank\n")
+    bad.write_text("q1\twhat is a bank\n", encoding="utf-8")
     out = tmp_path / "out.parquet"
     result = CliRunner().invoke(app, ["decoder-synthetic", "--corpus", str(bad), "-o", str(out), *args])
     assert isinstance(result.exception, DataError) and message in str(result.exception)
@@ -176,9 +176,9 @@ def test_the_default_decoder_is_trained_with_its_predecessors_samples():
     samples drawn from the decoder before it, kept beside it as natural-minilm-l6-real, and both commands."""
     from eqi_core.decoder.space import ASSETS, shipped_natural_decoder, shipped_natural_decoders
 
-    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text())
+    card = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text(encoding="utf-8"))
     synthetic = card["corpus"]["synthetic"]
-    before = json.loads((ASSETS / "natural-minilm-l6-real" / "card.json").read_text())
+    before = json.loads((ASSETS / "natural-minilm-l6-real" / "card.json").read_text(encoding="utf-8"))
     assert synthetic["kept"] > 100_000 and synthetic["from_corpus"] == before["corpus"]["digest"]
     assert "synthetic" not in before["corpus"]  # trained on real text only
     assert card["command"].startswith("eqi train-decoder --natural") and "decoder-synthetic" in card["corpus_command"]

@@ -44,7 +44,7 @@ def test_result_logs_cannot_rank_new_queries(tiny, spaces, tmp_path):
 
     store, space = spaces
     log = tmp_path / "sys.trec"
-    log.write_text("q1 Q0 d1 1 1.0 sys\n")
+    log.write_text("q1 Q0 d1 1 1.0 sys\n", encoding="utf-8")
     setup = prepare_exposure(tiny, result_log_id(log), store, depth=100)
     with pytest.raises(DataError, match="cannot rank queries it does not hold"):
         passage_ranks(setup, ["a query"], 0, None)

@@ -17,9 +17,9 @@ from tests.conftest import TINY_BEIR
 def make_beir(tmp_path, corpus_lines, queries_lines=None, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n"):
     d = tmp_path / "c"
     (d / "qrels").mkdir(parents=True)
-    (d / "corpus.jsonl").write_text("\n".join(corpus_lines) + "\n")
-    (d / "queries.jsonl").write_text("\n".join(queries_lines or ['{"_id": "q1", "text": "a query"}']) + "\n")
-    (d / "qrels" / "test.tsv").write_text(qrels)
+    (d / "corpus.jsonl").write_text("\n".join(corpus_lines) + "\n", encoding="utf-8")
+    (d / "queries.jsonl").write_text("\n".join(queries_lines or ['{"_id": "q1", "text": "a query"}']) + "\n", encoding="utf-8")
+    (d / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
     return d
 
 
@@ -34,7 +34,7 @@ def test_fingerprint_is_content_based(tmp_path, tiny):
     copy = tmp_path / "copy"
     shutil.copytree(TINY_BEIR, copy)
     assert load_beir(copy).fingerprint == tiny.fingerprint
-    with open(copy / "corpus.jsonl", "a") as fh:
+    with open(copy / "corpus.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"_id": "d99", "text": "one more"}) + "\n")
     assert load_beir(copy).fingerprint != tiny.fingerprint
 
@@ -114,50 +114,50 @@ def test_missing_split(tmp_path):
 
 
 def test_msmarco_tsv_with_trec_qrels(tmp_path):
-    (tmp_path / "collection.tsv").write_text("0\tthe first passage\n1\tthe second passage\n")
-    (tmp_path / "queries.dev.tsv").write_text("100\tfirst\n101\tsecond\n")
-    (tmp_path / "qrels.dev.tsv").write_text("100 0 0 1\n101 0 1 1\n")
+    (tmp_path / "collection.tsv").write_text("0\tthe first passage\n1\tthe second passage\n", encoding="utf-8")
+    (tmp_path / "queries.dev.tsv").write_text("100\tfirst\n101\tsecond\n", encoding="utf-8")
+    (tmp_path / "qrels.dev.tsv").write_text("100 0 0 1\n101 0 1 1\n", encoding="utf-8")
     c = load_msmarco(tmp_path)
     assert list(c.passages["doc_id"]) == ["0", "1"] and c.judgments == {"100": {"0": 1}, "101": {"1": 1}}
     assert load_collection(str(tmp_path)).fingerprint == c.fingerprint
 
 
 def test_msmarco_bad_line(tmp_path):
-    (tmp_path / "collection.tsv").write_text("0\tfine\n1\n")
-    (tmp_path / "queries.dev.tsv").write_text("100\tq\n")
+    (tmp_path / "collection.tsv").write_text("0\tfine\n1\n", encoding="utf-8")
+    (tmp_path / "queries.dev.tsv").write_text("100\tq\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"collection.tsv: line 2: found 1 fields; expected 2 columns"):
         load_msmarco(tmp_path)
 
 
 def test_msmarco_empty_fields_and_queries_are_one_line(tmp_path):
-    (tmp_path / "collection.tsv").write_text("0\tfine\n1\t\n")
-    (tmp_path / "queries.dev.tsv").write_text("100\tq\n101\t  \n")
+    (tmp_path / "collection.tsv").write_text("0\tfine\n1\t\n", encoding="utf-8")
+    (tmp_path / "queries.dev.tsv").write_text("100\tq\n101\t  \n", encoding="utf-8")
     with pytest.raises(DataError, match=r"collection.tsv: line 2: field 2 is empty; expected 2 columns \(pid<TAB>passage\)"):
         load_msmarco(tmp_path)  # not "found 2 fields; expected 2 columns"
-    (tmp_path / "collection.tsv").write_text("0\tfine\n1\tsecond\n")
+    (tmp_path / "collection.tsv").write_text("0\tfine\n1\tsecond\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"queries.dev.tsv: query '101': empty query text; expected the query's words"):
         load_msmarco(tmp_path)
 
 
 def test_trec_qrels_and_tsv_qrels(tmp_path):
-    (tmp_path / "a.qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 -1\n")
-    (tmp_path / "b.tsv").write_text("q1\td1\t2\nq1\td2\t0\n")
+    (tmp_path / "a.qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 -1\n", encoding="utf-8")
+    (tmp_path / "b.tsv").write_text("q1\td1\t2\nq1\td2\t0\n", encoding="utf-8")
     a, b = read_qrels(tmp_path / "a.qrels"), read_qrels(tmp_path / "b.tsv")
     assert list(a["relevance"]) == [2, 0, -1] and list(b["doc_id"]) == ["d1", "d2"]
-    (tmp_path / "c.qrels").write_text("q1 0 d1\n")
+    (tmp_path / "c.qrels").write_text("q1 0 d1\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"c.qrels: line 1: relevance .d1. is not a number"):
         read_qrels(tmp_path / "c.qrels")
 
 
 def test_trec_run_errors(tmp_path):
     f = tmp_path / "r.trec"
-    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0\n")
+    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"r.trec: line 2: found 5 fields; expected 6 columns"):
         read_trec_run(f)
-    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 abc t\n")
+    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 abc t\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"line 2: score 'abc' is not a number"):
         read_trec_run(f)
-    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
+    f.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"line 2: document 'd1' appears twice"):
         read_trec_run(f)
 

@@ -279,11 +279,11 @@ def test_crops_are_sentences_within_bounds():
 def test_corpus_never_trains_on_held_out_items(tmp_path):
     log = tmp_path / "log.tsv"
     lines = [f"q{i}\twhat is thing number {i}" for i in range(300)] + ["d1\twhat is thing number 1"]
-    log.write_text("\n".join(lines) + "\n")
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "c.parquet"
     summary = build_corpus(CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 5}, passage_share=0.5), out)
     table, meta = read_corpus(out)
-    assert meta["digest"] == summary["digest"] and json.loads(out.with_suffix(".json").read_text())["queries_train"] > 0
+    assert meta["digest"] == summary["digest"] and json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["queries_train"] > 0
     train_q = set(table[(table["split"] == "train") & (table["kind"] == "query")]["text"])
     held = set(table[table["split"] == "heldout"]["text"])
     assert held and not train_q & held and len(train_q) + len(held) == 300  # the duplicate line counted once
@@ -347,7 +347,7 @@ def test_natural_checkpoint_for_another_encoder_is_refused(tmp_path):
     with pytest.raises(DecoderError, match=r"trained for encoder 'tiny'.*dimension 16, not 384") as err:
         load_natural(tmp_path, load_encoder("minilm-l6"))
     assert "\n" not in str(err.value)
-    (tmp_path / "card.json").write_text("{}")
+    (tmp_path / "card.json").write_text("{}", encoding="utf-8")
     with pytest.raises(DecoderError, match="not a natural decoder card"):
         load_natural(tmp_path, load_encoder("minilm-l6"))
 
@@ -374,7 +374,7 @@ def test_decode_file_keeps_the_files_line_numbers(tmp_path):
     from eqi_core.cli import _decode_inputs
 
     src = tmp_path / "in.txt"
-    src.write_text("what is a river bank\n\n  \nhow do vaccines work\n")
+    src.write_text("what is a river bank\n\n  \nhow do vaccines work\n", encoding="utf-8")
     assert _decode_inputs(None, src, tmp_path / "out.jsonl") == [(1, "what is a river bank"), (4, "how do vaccines work")]
 
 
@@ -420,7 +420,7 @@ def test_second_stage_starts_from_the_trained_decoder(tmp_path, monkeypatch, cap
     from eqi_core.store import ArtifactStore
 
     log = tmp_path / "log.tsv"
-    log.write_text("".join(f"q{i}\twhat is thing number {i}\n" for i in range(40)))
+    log.write_text("".join(f"q{i}\twhat is thing number {i}\n" for i in range(40)), encoding="utf-8")
     corpus = tmp_path / "c.parquet"
     build_corpus(CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 3}, passage_share=0.5), corpus)
     encoder, first = load_encoder("minilm-l6"), shipped_natural_decoder("minilm-l6")

@@ -11,7 +11,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_example() -> str:
-    text = README.read_text()
+    text = README.read_text(encoding="utf-8")
     m = re.search(r"<!-- api-example[^>]*-->\s*```python\n(.*?)```", text, flags=re.S)
     assert m, "the README's API example block is marked with <!-- api-example -->"
     return m.group(1)

@@ -12,7 +12,7 @@ from tests.conftest import TINY_BEIR
 
 def test_spec_round_trip_and_log_replaces_queries(tmp_path):
     log = tmp_path / "log.tsv"
-    log.write_text("a1\tbank of a river\t3\na2\tmoney deposits\t1\n")
+    log.write_text("a1\tbank of a river\t3\na2\tmoney deposits\t1\n", encoding="utf-8")
     spec = f"beir:{TINY_BEIR}+log:{log}"
     assert str(parse_spec(spec)) == spec
     c = load_collection(spec)
@@ -28,7 +28,7 @@ def test_spec_round_trip_and_log_replaces_queries(tmp_path):
 ])
 def test_formats(tmp_path, name, text):
     path = tmp_path / name
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     frame = read_query_log(path)
     assert list(frame["query_id"]) == ["x1", "x2"] and frame["text"].iloc[0] == "river bank"
 
@@ -45,7 +45,7 @@ def test_formats(tmp_path, name, text):
 ])
 def test_bad_logs_are_one_line(tmp_path, name, text, message):
     path = tmp_path / name
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         read_query_log(path)
 
@@ -53,7 +53,7 @@ def test_bad_logs_are_one_line(tmp_path, name, text, message):
 def test_log_paths_stay_within_the_data_roots(tmp_path):
     inside, outside = tmp_path / "data", tmp_path / "elsewhere"
     inside.mkdir(), outside.mkdir()
-    (outside / "log.tsv").write_text("a\tb\n")
+    (outside / "log.tsv").write_text("a\tb\n", encoding="utf-8")
     with pytest.raises(DataError, match="outside the configured data roots"):
         check_within_roots(f"wordnet+log:{outside / 'log.tsv'}", [inside])
 

@@ -85,12 +85,12 @@ def test_encoding_reports_its_start():
 def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
     """stderr is a file: no tqdm bar (tqdm disables itself there), progress lines instead."""
     log = tmp_path / "index.log"
-    with open(log, "w") as fh:
+    with open(log, "w", encoding="utf-8") as fh:
         done = subprocess.run([sys.executable, "-m", "eqi_core.cli", "index", "-c", f"beir:{TINY_BEIR}", "-r", "minilm-l3-onnx"],
                               stdout=subprocess.PIPE, stderr=fh, text=True, cwd=ROOT, timeout=300,
                               env={**__import__("os").environ, "EQI_HOME": str(tmp_path / "home")})
-    assert done.returncode == 0, log.read_text()
-    text = log.read_text()
+    assert done.returncode == 0, log.read_text(encoding="utf-8")
+    text = log.read_text(encoding="utf-8")
     assert "[eqi] indexing" in text and "12/12 passage (100%)" in text
     assert "Traceback" not in text
 

@@ -80,13 +80,13 @@ def test_result_log_notes_and_errors(tiny, tmp_path):
 ])
 def test_bad_result_log_tables_are_one_line(tmp_path, text, message):
     path = tmp_path / "log.csv"
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         read_run(path)
 
 
 def test_tsv_without_header_and_parquet(tmp_path):
-    (tmp_path / "log.tsv").write_text("q1\td2\t2\t0.5\nq1\td1\t1\t0.9\n")
+    (tmp_path / "log.tsv").write_text("q1\td2\t2\t0.5\nq1\td1\t1\t0.9\n", encoding="utf-8")
     run = read_run(tmp_path / "log.tsv")
     assert run.for_query("q1")["doc_id"].tolist() == ["d1", "d2"]
     pd.DataFrame({"query_id": ["q1"], "doc_id": ["d3"], "rank": [1]}).to_parquet(tmp_path / "log.parquet")

@@ -13,7 +13,7 @@ def test_from_topk_skips_missing():
 def test_trec_round_trip(tmp_path):
     run = Run.from_dict("my run", {"q1": {"d1": 3.0, "d2": 1.5}, "q2": {"d3": 0.25}})
     path = run.to_trec(tmp_path / "out.trec")
-    assert path.read_text().splitlines()[0] == "q1 Q0 d1 1 3.000000 my_run"
+    assert path.read_text(encoding="utf-8").splitlines()[0] == "q1 Q0 d1 1 3.000000 my_run"
     back = Run.from_trec(path)
     assert back.name == "my_run"
     pd.testing.assert_frame_equal(back.frame, run.frame)
@@ -30,7 +30,7 @@ def test_trec_eval_tie_break_and_tie_count():
 
 def test_file_order_kept_and_ranks_renumbered(tmp_path):
     f = tmp_path / "r.trec"
-    f.write_text("q1 Q0 x 5 1.0 t\nq1 Q0 y 9 1.0 t\nq2 Q0 z 1 3 t\n")
+    f.write_text("q1 Q0 x 5 1.0 t\nq1 Q0 y 9 1.0 t\nq2 Q0 z 1 3 t\n", encoding="utf-8")
     run = Run.from_trec(f)
     assert run.for_query("q1")["doc_id"].tolist() == ["x", "y"] and run.for_query("q1")["rank"].tolist() == [1, 2]
     assert run.depth() == 2 and run.query_ids == ["q1", "q2"]

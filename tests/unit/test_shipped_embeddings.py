@@ -66,9 +66,9 @@ def test_other_content_or_field_is_not_seeded(tiny, store, assets):
     enc = CountingEncoder()
     shipped.ship_embeddings(tiny, enc, "passages", assets / "tiny", "test")
     card_path = assets / "tiny" / shipped.CARD
-    card = json.loads(card_path.read_text())
+    card = json.loads(card_path.read_text(encoding="utf-8"))
     card["collection"] = "another-fingerprint"
-    card_path.write_text(json.dumps(card))
+    card_path.write_text(json.dumps(card), encoding="utf-8")
     assert dense.shipped_for(enc.id, _params(tiny)) is None
     enc.encoded = 0
     encode_texts(enc, tiny.passage_texts(), store, _params(tiny))
@@ -82,7 +82,7 @@ def test_a_tampered_vector_file_is_a_one_line_error(tiny, store, assets):
     np.save(assets / "tiny" / shipped.VECTORS, np.zeros((len(tiny.passages), enc.dim), np.float16))
     with pytest.raises(DataError, match="does not match the sha256"):
         encode_texts(enc, tiny.passage_texts(), store, _params(tiny))
-    (assets / "tiny" / shipped.CARD).write_text("{not json")
+    (assets / "tiny" / shipped.CARD).write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match="not a readable JSON card"):
         dense.shipped_for(enc.id, _params(tiny))
 

@@ -8,7 +8,7 @@ from eqi_core.store import ArtifactStore, params_key
 
 def write_file(name="data.txt", text="hello"):
     def build(tmp):
-        (tmp / name).write_text(text)
+        (tmp / name).write_text(text, encoding="utf-8")
         return {"chars": len(text)}
     return build
 
@@ -18,12 +18,12 @@ def test_built_once_then_reused(store):
 
     def build(tmp):
         calls.append(1)
-        (tmp / "a.txt").write_text("x" * 100)
+        (tmp / "a.txt").write_text("x" * 100, encoding="utf-8")
 
     a1 = store.get_or_build("thing", {"p": 1}, build)
     a2 = store.get_or_build("thing", {"p": 1}, build)
     assert len(calls) == 1
-    assert a1.path == a2.path and a1.file("a.txt").read_text() == "x" * 100
+    assert a1.path == a2.path and a1.file("a.txt").read_text(encoding="utf-8") == "x" * 100
     assert a2.manifest["params"] == {"p": 1}
     assert a2.manifest["files"]["a.txt"]["size"] == 100
 
@@ -32,7 +32,7 @@ def test_reused_across_store_instances(tmp_path):
     calls = []
     for _ in range(2):
         s = ArtifactStore(tmp_path / "home")
-        s.get_or_build("thing", {"p": 2}, lambda tmp: calls.append(1) or (tmp / "f").write_text("y"))
+        s.get_or_build("thing", {"p": 2}, lambda tmp: calls.append(1) or (tmp / "f").write_text("y", encoding="utf-8"))
     assert len(calls) == 1
 
 
@@ -44,7 +44,7 @@ def test_different_params_different_artifacts(store):
 
 def test_failed_build_leaves_nothing(store):
     def boom(tmp):
-        (tmp / "half.txt").write_text("partial")
+        (tmp / "half.txt").write_text("partial", encoding="utf-8")
         raise RuntimeError("killed mid-build")
 
     with pytest.raises(RuntimeError):
@@ -59,16 +59,16 @@ def test_corrupt_artifact_detected_and_rebuilt(store, damage):
     art = store.get_or_build("thing", {"p": 4}, write_file(text="abcdefgh"))
     f = art.file("data.txt")
     if damage == "truncate":
-        f.write_text("abc")
+        f.write_text("abc", encoding="utf-8")
     elif damage == "flip":
-        f.write_text("abcdefgX")  # same size, wrong checksum
+        f.write_text("abcdefgX", encoding="utf-8")  # same size, wrong checksum
     elif damage == "delete":
         f.unlink()
     else:
-        art.file("manifest.json").write_text("{not json")
+        art.file("manifest.json").write_text("{not json", encoding="utf-8")
     assert store.load("thing", {"p": 4}) is None
     rebuilt = store.get_or_build("thing", {"p": 4}, write_file(text="abcdefgh"))
-    assert rebuilt.file("data.txt").read_text() == "abcdefgh"
+    assert rebuilt.file("data.txt").read_text(encoding="utf-8") == "abcdefgh"
 
 
 def test_concurrent_builders_build_once(store):
@@ -77,7 +77,7 @@ def test_concurrent_builders_build_once(store):
     def slow(tmp):
         calls.append(1)
         threading.Event().wait(0.3)
-        (tmp / "f").write_text("z")
+        (tmp / "f").write_text("z", encoding="utf-8")
 
     threads = [threading.Thread(target=lambda: results.append(store.get_or_build("thing", {"p": 5}, slow)))
                for _ in range(4)]
@@ -105,7 +105,7 @@ def test_stale_temporary_of_killed_builder_is_swept(store):
     mine = temporary_name("otherkey").split(".")
     stale = parent / ".".join(mine[:3] + [str(_dead_pid())] + mine[4:])  # same host, owner gone
     stale.mkdir()
-    (stale / "junk").write_text("left by a killed process")
+    (stale / "junk").write_text("left by a killed process", encoding="utf-8")
     store.get_or_build("thing", {"p": 6}, write_file())
     assert not stale.exists()
 
@@ -132,9 +132,9 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
     target = tmp_path / "out.json"
     atomic_write(target, "old")
     with pytest.raises(RuntimeError), atomic_path(target) as tmp:
-        tmp.write_text("half")
+        tmp.write_text("half", encoding="utf-8")
         raise RuntimeError("killed mid-write")
-    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    assert target.read_text(encoding="utf-8") == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 
 def test_build_journal_records_each_build_once(store):

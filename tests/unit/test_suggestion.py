@@ -395,7 +395,7 @@ def test_saved_suggester_round_trips_and_another_encoder_is_refused(natural_spac
     with pytest.raises(DecoderError, match="trained for encoder 'minilm-l6'"):
         load_suggester(tmp_path / "s", load_encoder("minilm-l3-onnx"))
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "card.json").write_text(json.dumps({"config": {"kind": "prf"}}))
+    (tmp_path / "bad" / "card.json").write_text(json.dumps({"config": {"kind": "prf"}}), encoding="utf-8")
     with pytest.raises(DecoderError, match="not a suggester card"):
         load_suggester(tmp_path / "bad", space.encoder)
 
@@ -563,9 +563,9 @@ def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
     assert back.card["command"] == "by hand" and back.pick_penalty == 4.0 and back.samples is None
     SuggestionRanker(ranker.weights, ranker.scale, samples=10).save(tmp_path, {})
     assert load_ranker(tmp_path).samples == 10
-    data = json.loads((tmp_path / RANKER_FILE).read_text())
+    data = json.loads((tmp_path / RANKER_FILE).read_text(encoding="utf-8"))
     del data["pick_penalty"], data["pool_samples"]  # a file from before these existed: by score alone, the decoding's samples
-    (tmp_path / RANKER_FILE).write_text(json.dumps(data))
+    (tmp_path / RANKER_FILE).write_text(json.dumps(data), encoding="utf-8")
     assert load_ranker(tmp_path).pick_penalty == 0.0 and load_ranker(tmp_path).samples is None
     for text, message in (("{", "not a suggestion re-ranker"),
                           (json.dumps({"features": ["a"], "scale": [1], "weights": [1]}), "expected weights"),
@@ -574,7 +574,7 @@ def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
                           (json.dumps({**data, "pool_samples": 0}), "pool_samples 0: expected a whole number >= 1"),
                           (json.dumps({**data, "pool_samples": 2.5}), "pool_samples 2.5: expected a whole number"),
                           (json.dumps({**data, "pool_samples": True}), "pool_samples True: expected a whole number")):
-        (tmp_path / RANKER_FILE).write_text(text)
+        (tmp_path / RANKER_FILE).write_text(text, encoding="utf-8")
         with pytest.raises(DataError, match=message) as exc:
             load_ranker(tmp_path)
         assert "\n" not in str(exc.value)
@@ -787,12 +787,12 @@ def test_the_suggesters_speak_through_the_decoder_their_card_names(tmp_path, mon
 
     assert suggestion_decoder("minilm-l6").name == "natural-minilm-l6-real"
     assert shipped_natural_decoder("minilm-l6").name == "natural-minilm-l6"  # the Latent page's default differs
-    card = json.loads((model.ASSETS / "prf-minilm-l6" / "card.json").read_text())
+    card = json.loads((model.ASSETS / "prf-minilm-l6" / "card.json").read_text(encoding="utf-8"))
     (tmp_path / "prf").mkdir()
-    (tmp_path / "prf" / "card.json").write_text(json.dumps({k: v for k, v in card.items() if k != "speaks_with"}))
+    (tmp_path / "prf" / "card.json").write_text(json.dumps({k: v for k, v in card.items() if k != "speaks_with"}), encoding="utf-8")
     monkeypatch.setattr(model, "ASSETS", tmp_path)
     assert suggestion_decoder("minilm-l6") == shipped_natural_decoder("minilm-l6")
-    (tmp_path / "prf" / "card.json").write_text(json.dumps({**card, "speaks_with": "no-such-decoder"}))
+    (tmp_path / "prf" / "card.json").write_text(json.dumps({**card, "speaks_with": "no-such-decoder"}), encoding="utf-8")
     with pytest.raises(DecoderError, match="speaks_with 'no-such-decoder' is not a decoder folder") as err:
         suggestion_decoder("minilm-l6")
     assert "\n" not in str(err.value)

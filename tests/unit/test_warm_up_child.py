@@ -8,7 +8,7 @@ import time
 
 def _alive(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
