@@ -84,7 +84,19 @@ class Collection:
             self.notes.append(f"{int(dup.sum())} repeated qrels pairs: the last grade was kept")
             qrels = qrels[~dup]
         self.qrels = qrels.reset_index(drop=True)
+        self._check_empty_passages()
         self._check_references()
+
+    def _check_empty_passages(self) -> None:
+        """A passage without title or text is kept (judgments may name it) but can never be found by
+        its words: an auditor asking who is shown it should know why nobody is, or why a dense ranker
+        shows it to everyone alike."""
+        blank = (self.passages["title"].fillna("").str.strip() == "") & (self.passages["text"].fillna("").str.strip() == "")
+        if blank.any():
+            n, ids = int(blank.sum()), ", ".join(map(repr, self.passages.loc[blank, "doc_id"].head(3)))
+            self.notes.append(f"{n:,} of {len(self.passages):,} passages {'has' if n == 1 else 'have'} no text "
+                              f"({'e.g. ' if n > 3 else ''}{ids}): kept, but no ranker can match "
+                              f"{'it' if n == 1 else 'them'} by {'its' if n == 1 else 'their'} words")
 
     def _check_references(self) -> None:
         doc_ids = set(self.passages["doc_id"])

@@ -12,6 +12,12 @@ from eqi_core.encoders import text_notes
 from eqi_core.runs import Run
 
 NOT_IN_CORPUS = "(passage text not in the corpus)"
+NO_TEXT = "(a passage without text)"  # in the corpus, title and text empty (two of Cranfield's)
+
+
+def shown_text(text: str | None) -> str:
+    """A judged passage's text as a table shows it: repaired, or what stands in for a missing or empty one."""
+    return NOT_IN_CORPUS if text is None else NO_TEXT if not text.strip() else text
 
 
 @dataclass
@@ -50,7 +56,7 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     relevant = {d: g for d, g in grades.items() if g > 0}
     missed_ids = [d for d in relevant if d not in set(frame["doc_id"])]
     missed = pd.DataFrame({"doc_id": missed_ids, "grade": [relevant[d] for d in missed_ids],
-                           "text": [readable(texts.get(d, NOT_IN_CORPUS)) for d in missed_ids]})
+                           "text": [shown_text(collection.display_text(d)) for d in missed_ids]})
     measures: dict[str, float] = {}
     if relevant:
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
@@ -75,7 +81,7 @@ def judged_passages(collection: Collection, query_id: str) -> pd.DataFrame:
     frame = pd.DataFrame({"doc_id": list(grades), "grade": [int(g) for g in grades.values()]}, columns=["doc_id", "grade"])
     frame = frame.sort_values(["grade", "doc_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
     texts = [collection.display_text(d) for d in frame["doc_id"]]
-    return frame.assign(passage=[NOT_IN_CORPUS if t is None else t for t in texts])
+    return frame.assign(passage=[shown_text(t) for t in texts])
 
 
 def judging_queries(collection: Collection, doc_id: str) -> pd.DataFrame:

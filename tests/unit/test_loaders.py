@@ -96,6 +96,22 @@ def test_qrels_naming_unknown_ids_are_kept_and_reported(tmp_path):
     assert any("name queries that are not in the query set" in n for n in c.notes)
 
 
+def test_passages_without_text_are_kept_and_reported(tmp_path):
+    """Cranfield has two ('471', '995'; 995 is judged grade 2 for query 125): an auditor is told, and the
+    judgments table says what stands there."""
+    from eqi_core.judged import judged_passages
+
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}', '{"_id": "d2", "title": "", "text": "  "}',
+                             '{"_id": "d3", "title": "A title", "text": ""}'],
+                  qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t2\n")
+    c = load_beir(d)
+    assert "1 of 3 passages has no text ('d2'): kept, but no ranker can match it by its words" in c.notes
+    assert judged_passages(c, "q1")["passage"].tolist() == ["(a passage without text)", "a"]
+    many = make_beir(tmp_path / "many", [json.dumps({"_id": f"e{i}", "text": ""}) for i in range(5)])
+    assert "5 of 5 passages have no text (e.g. 'e0', 'e1', 'e2'): kept, but no ranker can match them by their words" \
+        in load_beir(many).notes
+
+
 def test_bad_grade_in_qrels(tmp_path):
     d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}'], qrels="query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
     with pytest.raises(DataError, match=r"test.tsv: line 2: relevance 'high' is not a number"):
