@@ -55,6 +55,12 @@ def test_ndcg10_equals_published(dl19_runs, name):
     assert round(value, 4) == PUBLISHED_NDCG10[name]
 
 
+def test_cranfields_passages_without_text_are_noted():
+    c = load_collection(str(shared_dataset("cranfield")))
+    assert "2 of 1,400 passages have no text ('471', '995'): kept, but no ranker can match them by their words" in c.notes
+    assert c.judgments["125"]["995"] == 2  # judged relevant, yet no ranker can find it by its words
+
+
 def test_live_bm25_on_cranfield(shared_store):
     c = load_collection(str(shared_dataset("cranfield")), shared_store)
     run = run_all_queries(build_ranker("bm25", c, shared_store), c, shared_store, k=100)
