@@ -146,7 +146,9 @@ def unread_note(encoder, text: str, what: str = "text") -> str | None:
         return None
     pieces, unknown = encoder.unread_pieces(text)
     if pieces == 0:
-        return (f"{encoder.id} finds no word piece in this {what} (only characters it drops): its vector is "
+        return (f"this {what} is empty: {encoder.id}'s vector for it is the empty text's and says nothing about it"
+                if not text.strip() else
+                f"{encoder.id} finds no word piece in this {what} (only characters it drops): its vector is "
                 f"the empty text's and says nothing about it")
     if len(unknown) < UNREAD_SHARE * pieces:
         return None

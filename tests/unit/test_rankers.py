@@ -301,12 +301,12 @@ def test_passages_cut_counted_once_per_collection_and_encoder(tmp_path):
 
 
 class _Unread:
-    """An encoder whose tokenizer reads each word as a piece and "#"-words as unknown."""
+    """An encoder whose tokenizer reads each word as a piece, "#"-words as unknown, and drops "~"."""
 
     id = "fake"
 
     def unread_pieces(self, text):
-        words = text.split()
+        words = [w for w in text.split() if w != "~"]
         return len(words), [w for w in words if w.startswith("#")]
 
 
@@ -330,8 +330,10 @@ def test_unread_note_by_hand():
     assert unread_note(_Unread(), " ".join(f"#{i}" for i in range(7))).endswith(
         "“#0”, “#1”, “#2”, “#3”, “#4” and 2 more are outside its vocabulary ([UNK]), so its vector, and every "
         "result made from it, says nothing about the text")
-    assert unread_note(_Unread(), "") == ("fake finds no word piece in this text (only characters it drops): its "
-                                          "vector is the empty text's and says nothing about it")
+    assert unread_note(_Unread(), "~ ~") == ("fake finds no word piece in this text (only characters it drops): its "
+                                             "vector is the empty text's and says nothing about it")
+    assert unread_note(_Unread(), "", "passage") == (  # a passage without text (Cranfield has two)
+        "this passage is empty: fake's vector for it is the empty text's and says nothing about it")
     assert unread_note(object(), "😀") is None and unread_note(None, "😀") is None
 
 
