@@ -183,6 +183,19 @@ class Collection:
         title, text = ("" if pd.isna(title) else title), ("" if pd.isna(text) else text)
         return f"{title}. {text}" if title else text
 
+    @cached_property
+    def _ids_by_text(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for doc_id, text in zip(self.passages["doc_id"], self.passage_texts()):
+            if text.strip():
+                out.setdefault(text, []).append(doc_id)
+        return out
+
+    def same_text(self, text: str, but: str | None = None) -> list[str]:
+        """Ids of the passages whose text, as rankers index it, is exactly ``text`` (``but`` aside):
+        every ranker scores them alike (17 of WordNet's 20,001 glosses share theirs)."""
+        return [d for d in self._ids_by_text.get(text, []) if d != but]
+
     def display_text(self, doc_id: str) -> str | None:
         """``passage_text`` repaired for reading (``readable``); None for an id not among the passages."""
         return readable(self.passage_text(doc_id))

@@ -163,6 +163,19 @@ def reading_notes(setup: ExposureSetup, passage_text: str) -> list[str]:
             f"ignore the rest of the text", *([unread] if unread else [])]
 
 
+def twin_notes(setup: ExposureSetup, passage_text: str, doc_id: str | None) -> list[str]:
+    """A note when other passages have exactly this text: every ranker scores them alike, so each query
+    shows them side by side and only the ranker's tie-break decides which comes first; an auditor
+    should read their exposure together."""
+    twins = setup.collection.same_text(passage_text, but=doc_id)
+    if not twins:
+        return []
+    named = ", ".join(twins[:3]) + (f" and {len(twins) - 3:,} more" if len(twins) > 3 else "")
+    return [f"{'its text is also that of passage' if doc_id is not None else 'this text is already that of passage'}"
+            f"{'s' if len(twins) > 1 else ''} {named}: every ranker scores them alike, so each query shows them side "
+            f"by side and the ranker's tie-break decides which comes first"]
+
+
 def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,
                      doc_id: str | None = None, text: str | None = None) -> PassageExposure:
     """Exposing queries of one passage: exact (when known) and from each method, with RELQ per spec."""
@@ -175,7 +188,7 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
     else:
         passage_text = validate_text(text)
         emb = setup.encoder.encode([passage_text])[0]
-    notes = reading_notes(setup, passage_text)
+    notes = reading_notes(setup, passage_text) + twin_notes(setup, passage_text, doc_id)
     exact, more = exact_exposure(setup, n_qd, doc_id, passage_text, emb)
     notes.extend(more)
     lists = {}

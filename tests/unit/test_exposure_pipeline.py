@@ -125,6 +125,18 @@ def test_a_passage_longer_than_the_encoder_reads_says_so(setup):
             "methods (dense-reverse, the learned heads) ignore the rest of the text") in long.notes
 
 
+def test_a_passage_sharing_its_text_says_with_which(setup):
+    """A pasted copy of a passage ties with it under every ranker: the note names the twin; a passage of
+    the collection whose text no other has gets no such note."""
+    methods = {"dense": setup.dense_reverse()}
+    text = setup.collection.passage_text("d1")
+    pasted = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, text=text)
+    assert ("this text is already that of passage d1: every ranker scores them alike, so each query shows them side "
+            "by side and the ranker's tie-break decides which comes first") in pasted.notes
+    own = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
+    assert not any("scores them alike" in n for n in own.notes)
+
+
 def test_a_pasted_passage_the_encoder_cannot_read_says_so(setup):
     """A passage of emoji is encoded to the [UNK] piece's vector: its dense lists are still shown, with a note."""
     methods = {"dense": setup.dense_reverse()}

@@ -112,6 +112,16 @@ def test_passages_without_text_are_kept_and_reported(tmp_path):
         in load_beir(many).notes
 
 
+def test_passages_with_the_same_text_by_hand(tmp_path):
+    d = make_beir(tmp_path, ['{"_id": "d1", "text": "a bank"}', '{"_id": "d2", "text": "a bank"}',
+                             '{"_id": "d3", "title": "a", "text": "bank"}', '{"_id": "d4", "text": ""}',
+                             '{"_id": "d5", "text": ""}'])
+    c = load_beir(d)
+    assert c.same_text("a bank") == ["d1", "d2"] and c.same_text("a bank", but="d1") == ["d2"]
+    assert c.same_text("a. bank") == ["d3"]  # as rankers index it: title and text joined
+    assert c.same_text("") == []  # passages without text are not each other's twins
+
+
 def test_bad_grade_in_qrels(tmp_path):
     d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}'], qrels="query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
     with pytest.raises(DataError, match=r"test.tsv: line 2: relevance 'high' is not a number"):
