@@ -173,6 +173,8 @@ def search(
                 head = f"# {shown!r}" + (f" (logged query {res.query_id}, {len(grades)} judged)" if res.query_id
                                      else " (not a logged query)")
                 typer.echo(head + (f", {name}; last column: {other}'s rank" if other else ""))
+                if res.results.empty:  # BM25 finds nothing for a query of stop words or unknown terms
+                    typer.echo("(no passage shares a term with this query)")
             for i, row in enumerate(res.results.itertuples(index=False)):
                 grade = None if pd.isna(row.grade) else int(row.grade)
                 under = None if beside is None or pd.isna(beside.iloc[i]) else int(beside.iloc[i])

@@ -42,6 +42,11 @@ def test_search_says_when_the_dense_encoder_cannot_read_the_query():
                                      "([UNK]), so its vector, and every result made from it, says nothing about the query")
 
 
+def test_search_without_results_says_so():
+    result = runner.invoke(app, ["search", "the of and", "-c", TINY, "-r", "bm25"])
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "(no passage shares a term with this query)"
+
+
 def test_search_compare_gives_each_list_the_other_rankers_rank():
     result = runner.invoke(app, ["search", "river bank", "-c", TINY, "-k", "5", "--json", "--compare", "minilm-l3-onnx"])
     assert result.exit_code == 0, result.output
