@@ -20,6 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from eqi_core.collection import percent
 from eqi_core.progress import ProgressFn
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def cut_note(stats: dict | None) -> str | None:
     if not stats or not stats["cut"]:
         return None
     return (f"{stats['encoder']} reads at most {stats['limit']:,} word pieces: {stats['cut']:,} of {stats['of']:,} "
-            f"passages ({stats['cut'] / stats['of']:.0%}) are longer (median {stats['median_pieces']:,}), and only "
+            f"passages ({percent(stats['cut'], stats['of'])}) are longer (median {stats['median_pieces']:,}), and only "
             f"their start counts for it")
 
 

@@ -122,6 +122,13 @@ def test_passages_with_the_same_text_by_hand(tmp_path):
     assert c.same_text("") == []  # passages without text are not each other's twins
 
 
+def test_a_small_share_in_a_note_keeps_its_first_digits():
+    from eqi_core.collection import percent
+
+    assert [percent(4, 5183), percent(3393, 14581), percent(1, 1000), percent(0, 10), percent(1, 0)] == \
+        ["0.077%", "23%", "0.1%", "0%", "0%"]  # SciFact's 4 mis-decoded passages are not "0%"
+
+
 def test_bad_grade_in_qrels(tmp_path):
     d = make_beir(tmp_path, ['{"_id": "d1", "text": "a"}'], qrels="query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
     with pytest.raises(DataError, match=r"test.tsv: line 2: relevance 'high' is not a number"):
