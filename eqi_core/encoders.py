@@ -153,7 +153,8 @@ def unread_note(encoder, text: str, what: str = "text") -> str | None:
                 f"the empty text's and says nothing about it")
     if len(unknown) < UNREAD_SHARE * pieces:
         return None
-    distinct = list(dict.fromkeys(unknown))
+    # shown in a note: control characters (mis-decoded text holds C1 ones, "à¸\x95") left out
+    distinct = list(dict.fromkeys("".join(ch for ch in span if ch.isprintable()) or "?" for span in unknown))
     shown = ", ".join(f"“{s}”" for s in distinct[:5]) + (f" and {len(distinct) - 5} more" if len(distinct) > 5 else "")
     if len(unknown) == pieces:
         return (f"{encoder.id} cannot read this {what}: {shown} {'is' if len(distinct) == 1 else 'are'} outside its "

@@ -327,6 +327,7 @@ def test_unread_note_by_hand():
         "fake cannot read this passage: “#x” is outside its vocabulary ([UNK]), so its vector, and every result "
         "made from it, says nothing about the passage")
     assert unread_note(_Unread(), "#x #x").startswith("fake cannot read this text: “#x” is outside")
+    assert unread_note(_Unread(), "#a\x95b #\x95").startswith("fake cannot read this text: “#ab”, “#” are")  # no C1 controls
     assert unread_note(_Unread(), " ".join(f"#{i}" for i in range(7))).endswith(
         "“#0”, “#1”, “#2”, “#3”, “#4” and 2 more are outside its vocabulary ([UNK]), so its vector, and every "
         "result made from it, says nothing about the text")
