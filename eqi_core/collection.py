@@ -19,10 +19,15 @@ QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
 
 
 def percent(part: float, whole: float) -> str:
-    """``part`` of ``whole`` as a data note writes it: whole percents, but a small share keeps its first
-    digits ("0.077%" for 4 of SciFact's 5,183 passages, where "0%" would read as none)."""
+    """``part`` of ``whole`` as a data note writes it: whole percents, but a share that would round to
+    0% or 100% without being none or all keeps its digits ("0.077%" for 4 of SciFact's 5,183 passages,
+    "99.981%" for all but 1 of 5,183)."""
     share = part / whole if whole else 0.0
-    return f"{share:.0%}" if share == 0 or share >= 0.01 else f"{100 * share:.2g}%"
+    if 0 < share < 0.005:
+        return f"{100 * share:.2g}%"
+    if 0.995 <= share < 1:
+        return f"{100 - float(f'{100 * (1 - share):.2g}'):g}%"
+    return f"{share:.0%}"
 
 
 MIS_DECODED_SAMPLE = 20_000  # passages looked at for the note when a collection has over ten times as many

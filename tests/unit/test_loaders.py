@@ -127,6 +127,8 @@ def test_a_small_share_in_a_note_keeps_its_first_digits():
 
     assert [percent(4, 5183), percent(3393, 14581), percent(1, 1000), percent(0, 10), percent(1, 0)] == \
         ["0.077%", "23%", "0.1%", "0%", "0%"]  # SciFact's 4 mis-decoded passages are not "0%"
+    assert [percent(5182, 5183), percent(995, 1000), percent(994, 1000), percent(6, 1000), percent(1, 1)] == \
+        ["99.981%", "99.5%", "99%", "1%", "100%"]  # nor is all but one of them "100%"
 
 
 def test_bad_grade_in_qrels(tmp_path):
