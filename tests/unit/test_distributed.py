@@ -151,3 +151,34 @@ def test_prepare_exposure_on_a_scheduler_address(tiny, tmp_path):
     local = prepare_exposure(tiny, "minilm-l3-onnx", store, depth=5)
     assert set(zip(setup.exposure.q_idx, setup.exposure.d_idx)) == set(zip(local.exposure.q_idx, local.exposure.d_idx))
     assert store.list("exposure-map"), "the map was built by shards into the store"
+
+
+def test_the_inverted_map_is_one_file_per_passage_bucket_and_reads_back(tmp_path):
+    import pandas as pd
+
+    from eqi_core.exposure.distributed import DOC_BUCKETS, _write_inverted, read_inverted
+
+    work = tmp_path / "work"
+    work.mkdir()
+    # two query shards by hand: passage 0 and passage DOC_BUCKETS share bucket 0; passage 1 is alone in bucket 1
+    pd.DataFrame({"q": np.array([0, 0], np.int32), "d": np.array([1, 0], np.int32), "rank0": np.array([0, 1], np.int16),
+                  "score": [0.9, 0.8]}).to_parquet(work / "q00000.parquet")
+    pd.DataFrame({"q": np.array([1], np.int32), "d": np.array([DOC_BUCKETS], np.int32), "rank0": np.array([0], np.int16),
+                  "score": [0.7]}).to_parquet(work / "q00001.parquet")
+    _write_inverted(work, 2, tmp_path / "map")
+    assert sorted(p.relative_to(tmp_path / "map").as_posix() for p in (tmp_path / "map").rglob("*.parquet")) == [
+        "bucket=0/part-0.parquet", "bucket=1/part-0.parquet"]
+    first = pd.read_parquet(tmp_path / "map" / "bucket=0" / "part-0.parquet")
+    assert first["d"].tolist() == [0, DOC_BUCKETS] and first["q"].tolist() == [0, 1]  # sorted by passage, then rank
+    class Tiny:  # the two id columns read_inverted needs
+        queries = pd.DataFrame({"query_id": ["a", "b"]})
+        passages = pd.DataFrame({"doc_id": [f"p{i}" for i in range(DOC_BUCKETS + 1)]})
+
+    inverted = read_inverted(tmp_path / "map", Tiny, 2)
+    assert inverted.exposing(0)[0].tolist() == [0] and inverted.exposing(0)[1].tolist() == [1]
+    assert inverted.exposing(1)[0].tolist() == [0] and inverted.exposing(DOC_BUCKETS)[0].tolist() == [1]
+    # a log without queries: no shard, and the map still reads back (empty, with its columns)
+    _write_inverted(work, 0, tmp_path / "empty")
+    assert [p.relative_to(tmp_path / "empty").as_posix() for p in (tmp_path / "empty").rglob("*.parquet")] == [
+        "bucket=0/part-0.parquet"]
+    assert len(read_inverted(tmp_path / "empty", Tiny, 2).q_idx) == 0
