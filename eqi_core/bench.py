@@ -100,13 +100,20 @@ def git_head() -> str | None:
 def bench_all(steps: dict[str, Callable[[], dict]], say: Callable[[str], None] = lambda _: None) -> dict:
     """Several benchmarks one after the other in one process and one JSON, with the CPU and the
     commit: the speed targets are compared within one run on one machine, never across runs made
-    on different host CPUs."""
+    on different host CPUs. A step that fails is recorded as ``{"error": ...}`` and the next one
+    runs: ten minutes of measurements are not thrown away for the last step's failure (the caller
+    exits non-zero when ``failed`` is not empty)."""
     out: dict = {"benchmark": "all", "commit": git_head(), "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                 "results": {}}
+                 "results": {}, "failed": []}
     for name, run in steps.items():
         say(f"eqi bench all: {name}...")
         started = time.perf_counter()
-        out["results"][name] = run()
+        try:
+            out["results"][name] = run()
+        except Exception as exc:  # any failure of one benchmark is that step's result
+            out["results"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+            out["failed"].append(name)
+            say(f"eqi bench all: {name} failed: {exc}")
         out["results"][name]["wall_seconds"] = round(time.perf_counter() - started, 1)
     out["machine"]["peak_rss_mb"] = machine()["peak_rss_mb"]
     return out
@@ -628,10 +635,11 @@ def bench_scale(store: ArtifactStore, sizes=SCALE_SIZES, k: int = 100) -> dict:
             np.save(Path(tmp) / "queries.npy", np.ascontiguousarray(all_q[np.sort(q_rows)]))
             np.save(Path(tmp) / "passages.npy", np.ascontiguousarray(all_d[np.sort(d_rows)]))
             proc = subprocess.Popen([sys.executable, "-c", f"from eqi_core.bench import scale_child; scale_child({tmp!r}, {k})"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            out, _ = proc.communicate()
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+            out, err = proc.communicate()
             if proc.returncode != 0:
-                raise RuntimeError(f"bench scale: the {len(d_rows):,}-passage map failed (exit {proc.returncode})")
+                last = next((line.strip() for line in reversed(err.splitlines()) if line.strip()), "no message")
+                raise RuntimeError(f"bench scale: the {len(d_rows):,}-passage map failed (exit {proc.returncode}): {last[:300]}")
         measured = json.loads(out.strip().splitlines()[-1])
         flops = cost_model(len(q_rows), len(d_rows), int(all_q.shape[1]), 1, gflops, k)["flops"]
         predicted = flops / (gflops * 1e9)

@@ -1776,7 +1776,10 @@ def bench_all_cmd(
         "encode": lambda: bench_encode(coll),
         "scale": lambda: bench_scale(store, parsed),
     }
-    _echo_json(bench_all(steps, lambda line: typer.echo(line, err=True)), output)
+    result = bench_all(steps, lambda line: typer.echo(line, err=True))
+    _echo_json(result, output)
+    if result["failed"]:
+        raise typer.Exit(1)
 
 
 @bench_app.command("first-visit")

@@ -53,8 +53,23 @@ def test_bench_all_runs_each_step_once_in_order_with_cpu_and_commit():
     out = bench_all({"exposure": step("exposure"), "encode": step("encode")}, said.append)
     assert order == ["exposure", "encode"] and list(out["results"]) == ["exposure", "encode"]
     assert out["results"]["encode"]["benchmark"] == "encode" and out["results"]["encode"]["wall_seconds"] >= 0
-    assert out["machine"]["cpu"]["cores"] >= 1 and "commit" in out
+    assert out["machine"]["cpu"]["cores"] >= 1 and "commit" in out and out["failed"] == []
     assert said == ["eqi bench all: exposure...", "eqi bench all: encode..."]
+
+
+def test_bench_all_keeps_the_other_steps_when_one_fails():
+    said = []
+
+    def broken():
+        raise RuntimeError("bench scale: the 100,000-passage map failed (exit -6): terminate called")
+
+    out = bench_all({"encode": lambda: {"benchmark": "encode"}, "scale": broken, "dense": lambda: {"benchmark": "dense"}},
+                    said.append)
+    assert out["failed"] == ["scale"]
+    assert out["results"]["scale"]["error"] == "RuntimeError: bench scale: the 100,000-passage map failed (exit -6): terminate called"
+    assert out["results"]["encode"]["benchmark"] == "encode" and out["results"]["dense"]["benchmark"] == "dense"
+    assert "eqi bench all: scale failed: bench scale: the 100,000-passage map failed (exit -6): terminate called" in said
+    assert said[-1] == "eqi bench all: dense..."
 
 
 def test_bench_all_refuses_bad_sizes_before_any_work(monkeypatch, capsys):
