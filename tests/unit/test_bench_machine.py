@@ -110,3 +110,16 @@ def test_paths_take_turns_in_a_turning_order_and_each_keeps_its_fastest_rounds_o
     best = _taking_turns({name: path(name) for name in "abc"}, rounds=3, pause=0)
     assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert best == {"a": (1, "a2"), "b": (2, "b1"), "c": (3, "c1")}
+
+
+def test_decoder_latency_queries_are_the_held_out_ones_first_then_the_others():
+    from eqi_core.bench import latency_queries
+
+    every = [f"q{i}" for i in range(10)]
+    few = latency_queries(["q3", "q7"], every, 5, seed=0)
+    assert len(few) == 5 and set(few[:2]) == {"q3", "q7"} and not set(few[2:]) & {"q3", "q7"}
+    assert len(set(few)) == 5 and set(few) <= set(every)
+    assert latency_queries(["q3", "q7"], every, 5, seed=0) == few  # seeded
+    many = latency_queries([f"q{i}" for i in range(8)], every, 3, seed=1)
+    assert len(many) == 3 and set(many) <= {f"q{i}" for i in range(8)}  # enough held out: only those
+    assert sorted(latency_queries([], every, 20)) == every  # none held out, fewer than n: all of them
