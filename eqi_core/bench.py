@@ -91,7 +91,7 @@ def git_head() -> str | None:
 
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=10)
+                             capture_output=True, text=True, encoding="utf-8", timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -471,7 +471,7 @@ def bench_memory(collection_spec: str = "wordnet:full", dense: bool = False, k: 
     for args in commands:
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", _REPORT_PEAK_AT_EXIT + "from eqi_core.cli import main; main()", *args],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=os.environ.copy())
         peak = re.findall(r"EQI_PEAK_KB (\d+)", proc.stderr)
         rows.append({"command": "eqi " + " ".join(a if a != out_file else "<tmp>.trec" for a in args),
                      "exit_code": proc.returncode, "seconds": round(time.perf_counter() - start, 1),

@@ -21,7 +21,7 @@ def test_two_sessions_and_a_cli_build_one_index(browser, tmp_path):
             p.goto(f"{url}/?collection=wordnet:3000&ranker=minilm-l3-onnx&q=airfield", wait_until="commit")
         cli = subprocess.Popen([sys.executable, "-c", "from eqi_core.cli import main; main()", "index", "-c", "wordnet:3000",
                                 "-r", "minilm-l3-onnx"], env={**os.environ, "EQI_HOME": str(home)},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8")
         for p in pages:
             p.get_by_text("Logged query airfield", exact=False).first.wait_for(timeout=300_000)
         assert cli.wait(300) == 0, cli.stderr.read()[-500:]

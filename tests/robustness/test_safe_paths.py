@@ -34,6 +34,6 @@ def test_deep_link_outside_roots_is_refused(monkeypatch, tmp_path):
 
 def test_no_unsafe_deserialisation_in_the_code():
     out = subprocess.run(["git", "grep", "-nE", r"pickle\.loads?\(|torch\.load\(|allow_pickle=True", "--", "*.py"],
-                         cwd=ROOT, capture_output=True, text=True).stdout
+                         cwd=ROOT, capture_output=True, text=True, encoding="utf-8").stdout
     offending = [line_ for line_ in out.splitlines() if "weights_only=True" not in line_ and "tests/robustness" not in line_]
     assert offending == []

@@ -38,7 +38,7 @@ def run_builder(tmp_path: Path, mode: str, key: int = 1) -> subprocess.Popen:
     script.write_text(BUILDER, encoding="utf-8")
     return subprocess.Popen([sys.executable, str(script), str(tmp_path / "store"), mode, str(tmp_path / "builds.log"),
                              str(key)],
-                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+                            stdout=subprocess.PIPE, text=True, encoding="utf-8", cwd=Path(__file__).resolve().parents[2])
 
 
 def test_sigkill_mid_build_leaves_a_usable_store(tmp_path):
@@ -113,7 +113,7 @@ def test_sigkill_during_real_indexing_then_repair(tmp_path):
     assert store.list("embeddings") == []  # no half-written embeddings are visible
     for stale in emb_dir.glob(".*.tmp"):
         os.utime(stale, (time.time() - 60, time.time() - 60))
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)
     assert done.returncode == 0, done.stderr[-500:]
     assert len(store.list("embeddings")) == 1 and not list(emb_dir.glob(".*.tmp"))
 
@@ -138,6 +138,6 @@ def test_sigkill_during_training_then_repair(tmp_path):
     assert store.list("exposure-head") == []
     for stale in heads.glob(".*.tmp"):
         os.utime(stale, (time.time() - 60, time.time() - 60))
-    done = subprocess.run(base + ["--steps", "50"], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(base + ["--steps", "50"], env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)
     assert done.returncode == 0, done.stderr[-500:]
     assert len(store.list("exposure-head")) == 1 and not list(heads.glob(".*.tmp"))

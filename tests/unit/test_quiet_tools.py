@@ -87,7 +87,7 @@ def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
     log = tmp_path / "index.log"
     with open(log, "w", encoding="utf-8") as fh:
         done = subprocess.run([sys.executable, "-m", "eqi_core.cli", "index", "-c", f"beir:{TINY_BEIR}", "-r", "minilm-l3-onnx"],
-                              stdout=subprocess.PIPE, stderr=fh, text=True, cwd=ROOT, timeout=300,
+                              stdout=subprocess.PIPE, stderr=fh, text=True, encoding="utf-8", cwd=ROOT, timeout=300,
                               env={**__import__("os").environ, "EQI_HOME": str(tmp_path / "home")})
     assert done.returncode == 0, log.read_text(encoding="utf-8")
     text = log.read_text(encoding="utf-8")

@@ -19,7 +19,7 @@ def test_the_child_exits_when_its_parent_is_gone():
              "import time; time.sleep(60)")
     # a parent that starts the child, prints its pid and exits at once
     parent = subprocess.run(["bash", "-c", f'{sys.executable} -c "{child}" >/dev/null 2>&1 & echo $!; sleep 1'],
-                            capture_output=True, text=True, timeout=30, env={**os.environ}, check=True)
+                            capture_output=True, text=True, encoding="utf-8", timeout=30, env={**os.environ}, check=True)
     pid = int(parent.stdout.split()[0])
     deadline = time.time() + 10
     while _alive(pid) and time.time() < deadline:
@@ -35,7 +35,7 @@ def test_kernels_are_cached_in_the_store_even_when_numba_was_imported_first(tmp_
             "from numba.core import config; print(config.CACHE_DIR)")
     env = {**os.environ, "EQI_HOME": str(tmp_path)}
     env.pop("NUMBA_CACHE_DIR", None)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(tmp_path / "numba-cache")
     cached = {p.name.split("-")[0] for p in (tmp_path / "numba-cache").rglob("*.nbi")}
