@@ -166,16 +166,16 @@ def unread_note(encoder, text: str, what: str = "text") -> str | None:
             f"{pieces} word pieces, which its vector misses")
 
 
-def text_notes(encoder, text: str, what: str = "query") -> list[str]:
+def text_notes(encoder, text: str, what: str = "query", cut_means: str = "the rest cannot change its vector") -> list[str]:
     """What ``encoder`` does not read of a typed text: its unknown pieces (``unread_note``) and, past
-    ``max_pieces``, everything after its start (a long pasted query is cut silently otherwise)."""
+    ``max_pieces``, everything after its start (a long pasted query is cut silently otherwise);
+    ``cut_means`` says what the cut does to the results shown."""
     if not hasattr(encoder, "word_pieces"):
         return []
     notes = [n for n in [unread_note(encoder, text, what)] if n]
     pieces, limit = int(encoder.word_pieces([text])[0]), encoder.max_pieces
     if pieces > limit:
-        notes.append(f"{encoder.id} reads only the first {limit:,} of this {what}'s {pieces:,} word pieces: the "
-                     f"rest cannot change its vector")
+        notes.append(f"{encoder.id} reads only the first {limit:,} of this {what}'s {pieces:,} word pieces: {cut_means}")
     return notes
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from eqi_core.encoders import unread_note
+from eqi_core.encoders import text_notes
 from eqi_core.errors import DataError
 from eqi_core.exposure.relq import PATIENCE_GAMMAS, RelqSpec, relq, relq_rbp
 from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
@@ -151,16 +151,10 @@ def _exact_frame(setup: ExposureSetup, q: np.ndarray, rank0: np.ndarray, n_qd: i
 def reading_notes(setup: ExposureSetup, passage_text: str) -> list[str]:
     """Notes on what the dense encoder does not read of the passage: only its start (an auditor should
     know that the rest of the text cannot change its dense exposure), or its unknown pieces."""
-    if not hasattr(setup.encoder, "word_pieces"):
-        return []
-    unread = unread_note(setup.encoder, passage_text, "passage")  # e.g. a pasted passage of emoji
-    pieces, limit = int(setup.encoder.word_pieces([passage_text])[0]), setup.encoder.max_pieces
-    if pieces <= limit:
-        return [unread] if unread else []
     same_encoder = setup.ranker_id == setup.encoder.id  # the ranker is this encoder
-    return [f"{setup.encoder.id} reads only the first {limit:,} of this passage's {pieces:,} word pieces: "
-            f"{'the ranker and ' if same_encoder else ''}the dense methods (dense-reverse, the learned heads) "
-            f"ignore the rest of the text", *([unread] if unread else [])]
+    return text_notes(setup.encoder, passage_text, "passage",
+                      f"{'the ranker and ' if same_encoder else ''}the dense methods (dense-reverse, the learned heads) "
+                      f"ignore the rest of the text")
 
 
 def twin_notes(setup: ExposureSetup, passage_text: str, doc_id: str | None) -> list[str]:
