@@ -81,6 +81,30 @@ def test_bench_all_refuses_bad_sizes_before_any_work(monkeypatch, capsys):
     assert err == ["error: --sizes '10k': expected comma-separated synset counts or 'full'"]
 
 
+def test_bench_all_cli_writes_the_json_and_exits_1_when_a_step_failed(monkeypatch, capsys, tmp_path):
+    import json
+
+    import eqi_core.bench as bench
+
+    monkeypatch.setattr(bench, "bench_exposure", lambda *a, **k: {"benchmark": "exposure"})
+    monkeypatch.setattr(bench, "bench_dense", lambda *a, **k: {"benchmark": "dense"})
+    monkeypatch.setattr(bench, "bench_encode", lambda *a, **k: {"benchmark": "encode"})
+
+    def scale(*a, **k):
+        raise RuntimeError("bench scale: the 100,000-passage map failed (exit -6): terminate called")
+
+    monkeypatch.setattr(bench, "bench_scale", scale)
+    out = tmp_path / "bench.json"
+    monkeypatch.setattr(sys, "argv", ["eqi", "bench", "all", "-c", "tests/fixtures/tiny_beir", "--latency-collection",
+                                      "tests/fixtures/tiny_beir", "-o", str(out)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 1
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["failed"] == ["scale"] and written["results"]["encode"]["benchmark"] == "encode"
+    assert "eqi bench all: scale failed: bench scale: the 100,000-passage map failed" in capsys.readouterr().err
+
+
 def test_dense_layer_flops_of_minilm_l6_by_hand():
     from eqi_core.bench import dense_layer_flops_per_token
 
