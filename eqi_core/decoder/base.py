@@ -214,6 +214,17 @@ def repeats_a_content_word(text: str, inflected: bool = False) -> bool:
     return len(ws) != len(set(ws))
 
 
+_SPACED_DOTS = re.compile(r"\.+|[a-z]\.")  # ". . ." and initials ("george r. r. martin") repeat on purpose
+
+
+def stutters(text: str) -> bool:
+    """True for "the other other people", "0, 0, 1" or "[1] [1]": a token (whitespace-delimited, any
+    case) said twice in a row. Nucleus samples stutter on function words and numbers, which
+    ``repeats_a_content_word`` lets through; real queries do it mostly as typos ("the the")."""
+    tokens = text.lower().split()
+    return any(a == b and not _SPACED_DOTS.fullmatch(a) for a, b in zip(tokens, tokens[1:]))
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer  # PyStemmer: the Snowball stemmer BM25 uses

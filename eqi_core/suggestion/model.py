@@ -13,8 +13,8 @@ With ``points`` > 1 each predicts several such points, trained winner-take-all s
 specialise (``rewrite_loss``). Both are trained on the dataset's (query, rewrite) pairs with a
 cosine loss (resumable, like the decoders). To suggest, the shipped natural-language decoder samples
 at the predicted points (``decode_suggestions``); candidates that are empty, the query itself, repeat
-a content word or use a word outside the collection's vocabulary are dropped, and up to 10 are
-picked by cosine to the nearest point with a penalty for word overlap with those already picked
+a content word, say a token twice in a row or use a word outside the collection's vocabulary are
+dropped, and up to 10 are picked by cosine to the nearest point with a penalty for word overlap with those already picked
 (diversity; the paper reports Self-BLEU). No judgments are used. A PRF suggester whose folder holds
 a ``ranker.json`` instead picks from its samples and a sample at each feedback-walk point with that learned
 re-ranker (``rerank``; fitted on training queries' judgments, never on an evaluated query's).
@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (the torch convention)
 from torch import nn
 
-from eqi_core.decoder.base import DecoderError, repeats_a_content_word, uses_known_words, words
+from eqi_core.decoder.base import DecoderError, repeats_a_content_word, stutters, uses_known_words, words
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.store import ArtifactStore, atomic_path
@@ -466,12 +466,13 @@ def real_word_test(collection) -> Callable[[str], bool]:
 
 
 def _fluent(pool: list[str], query: str) -> list[str]:
-    """Distinct candidates other than the query that repeat no content word, whitespace tidied."""
+    """Distinct candidates other than the query that repeat no content word and say no token twice in a
+    row ("other other"), whitespace tidied."""
     own = " ".join(words(query))
     seen, texts = set(), []
     for text in pool:
         key = " ".join(words(text))
-        if key and key != own and key not in seen and not repeats_a_content_word(text):
+        if key and key != own and key not in seen and not repeats_a_content_word(text) and not stutters(text):
             seen.add(key)
             texts.append(" ".join(text.split()))
     return texts

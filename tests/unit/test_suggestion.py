@@ -247,6 +247,21 @@ def test_several_points_share_the_samples_out(natural_space, monkeypatch):
     assert 1 <= len(out) <= 10 and "river bank" not in norm and len(set(norm)) == len(norm)
 
 
+def test_a_candidate_saying_a_token_twice_in_a_row_is_dropped_but_spaced_dots_are_not():
+    """Nucleus samples stutter on words the content-word rule skips ("other other", "in in", "0, 0,"),
+    4 of DL19's 424 PRF suggestions before this filter; ". . ." and initials repeat on purpose."""
+    from eqi_core.decoder.base import stutters
+    from eqi_core.suggestion.model import _fluent
+
+    for text in ["the other other people", "what time is in in boston", "0, 0, 1", "[1] [1] ref", "- - x", "The the cat"]:
+        assert stutters(text), text
+    for text in ["the other people", "who are the group . . . locash", "george r. r. martin books",
+                 "c++ tutorial", "1 1/2 cups", "what is what"]:
+        assert not stutters(text), text
+    pool = ["the other other people", "the other people", "who are the group . . . locash", "cats  in in boston"]
+    assert _fluent(pool, "people") == ["the other people", "who are the group . . . locash"]
+
+
 def test_sampling_qd_samples_once_at_each_ball_point_and_filters_like_the_models(natural_space, monkeypatch):
     from eqi_core.suggestion.baselines import sampling_suggestions
 
