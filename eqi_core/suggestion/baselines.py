@@ -172,7 +172,7 @@ def feedback_walk_points(q: np.ndarray, docs: np.ndarray, fractions: tuple[float
 def feedback_walk_pool(space, query: str, q: np.ndarray, docs: np.ndarray,
                        fractions: tuple[float, ...] = FEEDBACK_FRACTIONS, beam: int = 4) -> list[str]:
     """Beam decodings of ``feedback_walk_points``, in their order; filtered as the models' samples
-    (distinct, never the query, no repeated content word, known words when any is)."""
+    (distinct, never the query, no repeated content word or stutter, known words when any is)."""
     from eqi_core.suggestion.model import _fluent, real_word_test
 
     points = feedback_walk_points(q, docs, fractions)

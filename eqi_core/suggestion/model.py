@@ -482,8 +482,8 @@ def sample_pool(space, query: str, q: np.ndarray, target: np.ndarray, seed: int 
                 how: SuggestionDecoding = DECODING) -> list[str]:
     """The candidates ``decode_suggestions`` picks from: samples around ``target`` (one point, or
     several as rows: the samples are shared out among them), and beam-decoded points from the query
-    towards it if ``how`` says so; fluent, distinct, never the query (no repeated content word), in
-    decoding order. Words outside ``collection_lexicon`` are kept only when no candidate is made of
+    towards it if ``how`` says so; fluent, distinct, never the query (``_fluent``: no repeated content
+    word, no stutter), in decoding order. Words outside ``collection_lexicon`` are kept only when no candidate is made of
     known words; when no sample is, beam search on the way to the first point (``FALLBACK``) is tried
     before made-up words are shown."""
     return sample_pool_and_walks(space, query, q, target, None, seed, how)[0]
