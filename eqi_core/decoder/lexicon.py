@@ -5,11 +5,14 @@ A decoder that spells words piece by piece (WordPiece) can invent words: "etcanr
 passage sentences, WordNet lemmas; never held-out items), shipped beside the weights as
 ``lexicon.txt.gz``. ``WordConstraint`` keeps beam search and sampling to those words: a piece that
 continues a word must keep it a prefix of a known word, a word may end only when it is known (or a
-number), and a content word is never used twice in one output. A row with no allowed continuation
-falls back to the model's own choice, so decoding never stalls.
+number), and a content word is never used twice in one output. Beam search also keeps to outputs that say
+nothing twice in a row (``stutter_free``: "been been", "- -", "0, 0,"); sampled candidates are
+filtered for that afterwards instead, one by one. A row with no allowed continuation falls back to
+the model's own choice, so decoding never stalls.
 """
 from __future__ import annotations
 
+import copy
 import gzip
 from bisect import bisect_left
 from collections import Counter
@@ -85,52 +88,79 @@ def training_lexicon(corpus, wordnet: Iterable[str]) -> Lexicon:
     return Lexicon.from_texts(corpus.loc[real, "text"], wordnet)
 
 
+State = tuple[str, frozenset, tuple[str, ...]]
+STUTTER_SPAN = 3  # the longest run of piece-words checked for an immediate repeat: "[ 1 ] [ 1 ]"
+
+
+def repeats_itself(tail: tuple[str, ...]) -> bool:
+    """Do the last 1-3 piece-words of ``tail`` repeat the ones just before them ("been been", "- -",
+    "0 , 0 ,", "[ 1 ] [ 1 ]")? Spaced dots and initials (". . .", "r . r .") repeat on purpose, as in
+    ``base.stutters``."""
+    for n in range(1, STUTTER_SPAN + 1):
+        run = tail[-n:]
+        if len(tail) >= 2 * n and run == tail[-2 * n:-n] and not (
+                "." in run and all(w == "." or (len(w) == 1 and w.isalpha()) for w in run)):
+            return True
+    return False
+
+
 class WordConstraint:
     """Per-hypothesis state for lexicon-constrained decoding over a decoder's output vocabulary.
 
     ``pieces[j]``: the text output row j adds (continuations without their ``##``);
     ``continues[j]``: whether row j continues the current word. A state is (current word, content
-    words used so far)."""
+    words used so far, the last piece-words before it). With ``stutter_free``, a word may not end
+    where it repeats what came just before it (``repeats_itself``)."""
 
-    def __init__(self, lexicon: Lexicon, pieces: list[str], continues: list[bool], stop: frozenset[str]):
+    def __init__(self, lexicon: Lexicon, pieces: list[str], continues: list[bool], stop: frozenset[str],
+                 stutter_free: bool = False):
         self.lexicon = lexicon
         self.pieces = ["" if p.startswith("[") and p.endswith("]") else p for p in pieces]  # [SEP] etc. add no text
         self.continues = continues
         self.stop = stop
-        self._ends: dict[tuple[str, frozenset], bool] = {}
+        self.stutter_free = stutter_free
+        self._ends: dict[State, bool] = {}
         self._piece_words = [words(p) for p in self.pieces]
 
+    def stutter_free_copy(self) -> WordConstraint:
+        """The same word list and rules, outputs that say nothing twice in a row (own cache)."""
+        other = copy.copy(self)
+        other.stutter_free, other._ends = True, {}
+        return other
+
     @staticmethod
-    def start() -> tuple[str, frozenset]:
-        return ("", frozenset())
+    def start() -> State:
+        return ("", frozenset(), ())
 
     def _content(self, ws: list[str]) -> list[str]:
         return [w for w in ws if w not in self.stop and len(w) > 1 and not w.isdigit()]
 
-    def can_end_word(self, state: tuple[str, frozenset]) -> bool:
-        """May the current word end here (a known word or a number, no content word repeated)?"""
-        key = state
+    def can_end_word(self, state: State) -> bool:
+        """May the current word end here (a known word or a number, no content word repeated; with
+        ``stutter_free``, not a repeat of the piece-words just before it)?"""
+        key = state if self.stutter_free else state[:2]
         hit = self._ends.get(key)
         if hit is None:
             ws = words(state[0])
             content = self._content(ws)
             hit = (all(w in self.lexicon or w.isdigit() for w in ws)
-                   and len(set(content)) == len(content) and not (set(content) & state[1]))
+                   and len(set(content)) == len(content) and not (set(content) & state[1])
+                   and not (self.stutter_free and state[0] and repeats_itself((*state[2], state[0]))))
             if len(self._ends) > 200_000:
                 self._ends.clear()
             self._ends[key] = hit
         return hit
 
-    def allows(self, state: tuple[str, frozenset], row: int) -> bool:
+    def allows(self, state: State, row: int) -> bool:
         """May output row ``row`` follow ``state``? A word start (or the end of text) needs the current
         word to end well; either way the word being spelled must still be able to become a known word
         that is not a content word already used (so sampling, which cannot back up, meets no dead end)."""
         return self.allowed_rows(state, [row])[0]
 
-    def allowed_rows(self, state: tuple[str, frozenset], rows: list[int]) -> list[bool]:
+    def allowed_rows(self, state: State, rows: list[int]) -> list[bool]:
         """``allows`` for each of ``rows``, with what depends on the state alone worked out once
         (sampling asks this for up to 200 rows of each hypothesis at every step)."""
-        current, used = state
+        current, used = state[0], state[1]
         ends = used_after = None
         out = []
         for row in rows:
@@ -147,11 +177,12 @@ class WordConstraint:
             out.append(not grown or grown[-1].isdigit() or self.lexicon.has_prefix(grown[-1], avoid))
         return out
 
-    def advance(self, state: tuple[str, frozenset], row: int) -> tuple[str, frozenset]:
+    def advance(self, state: State, row: int) -> State:
+        current, used, tail = state
         if self.continues[row]:
-            return (state[0] + self.pieces[row], state[1])
-        used = state[1] | frozenset(self._content(words(state[0])))
-        return (self.pieces[row], used)
+            return (current + self.pieces[row], used, tail)
+        used = used | frozenset(self._content(words(current)))
+        return (self.pieces[row], used, (*tail, current)[-2 * STUTTER_SPAN:] if current else tail)
 
 
 def constraint_for(tok, out_ids: list[int], lexicon: Lexicon, stop: frozenset[str]) -> WordConstraint:

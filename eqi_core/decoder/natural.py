@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize, function_words, words
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize, function_words, stutters, words
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.corpus import QUERY_KINDS
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
@@ -372,8 +372,11 @@ class NaturalDecoderModel:
         self.no_repeat = no_repeat
         self._vocab_size = len(vocab)
         self.lexicon = lexicon
-        # known words only, no content word twice (word level, so the token-level ban is not needed)
+        # known words only, no content word twice (word level, so the token-level ban is not needed); beam
+        # search also says nothing twice in a row: its hypotheses share their prefixes, so a stutter early on
+        # is in all of them and no filter afterwards can set it aside (samples are filtered one by one)
         self.constraint = constraint_for(tok, out, lexicon, stop) if lexicon is not None else None
+        self.beam_constraint = self.constraint.stutter_free_copy() if self.constraint is not None else None
         self.style = 0 if model.cfg.n_styles else None  # a decoder with styles writes queries
 
     def with_style(self, name: str) -> NaturalDecoderModel:
@@ -391,7 +394,7 @@ class NaturalDecoderModel:
     def without_word_list(self) -> NaturalDecoderModel:
         """The same weights decoding freely (made-up words possible): the evaluation's ablation."""
         free = copy.copy(self)
-        free.lexicon, free.constraint = None, None
+        free.lexicon, free.constraint, free.beam_constraint = None, None, None
         free.name, free.label = "decoder (no word list)", "natural-language decoder without its word list"
         return free
 
@@ -400,14 +403,18 @@ class NaturalDecoderModel:
         return detokenize(self.tok.decode(ids, skip_special_tokens=True))
 
     def decode(self, embeddings: np.ndarray, n: int = 5, beam: int | None = None) -> list[list[Candidate]]:
+        """Up to ``n`` distinct beam hypotheses per row, best first. None says a token twice in a row
+        ("concrete floor - - $3"): with a word list, beam search never writes one (``stutter_free``);
+        without, such hypotheses are set aside while the beam holds one that does not."""
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         width = max(n, beam or self.beam)
         out = []
         for start in range(0, len(x), 64):
             no_repeat = torch.zeros_like(self.no_repeat) if self.constraint else self.no_repeat
             for hyps in beam_search(self.model, x[start:start + 64], width, self.first_banned, no_repeat,
-                                    constraint=self.constraint, style=self.style):
-                out.append(dedupe([Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps], n))
+                                    constraint=self.beam_constraint, style=self.style):
+                cands = [Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps]
+                out.append(dedupe([c for c in cands if not stutters(c.text)] or cands, n))
         return out
 
     def first_tokens(self, embedding: np.ndarray, k: int = 20) -> list[str]:

@@ -8,8 +8,8 @@ no logged query is looked up, so the output is always a sentence the decoder wro
 
 ``source`` says where the winner came from: ``decoded`` when it is the decoder's own first beam
 hypothesis, ``corrected`` when the encoder's ranking chose another hypothesis. Candidates that repeat a
-content word, in the same or another form, are set aside (the encoder rewards repetition; searchers
-do not write it).
+content word, in the same or another form, or say a token twice in a row, are set aside (the encoder
+rewards repetition; searchers do not write it).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqi_core.decoder.base import Candidate, as_matrix, dedupe, repeats_a_content_word, uses_known_words, words
+from eqi_core.decoder.base import Candidate, as_matrix, dedupe, repeats_a_content_word, stutters, uses_known_words, words
 
 
 @dataclass
@@ -95,10 +95,12 @@ def fluent(texts: list[str], lexicon=None) -> list[str]:
     them: repeating a word moves the embedding towards it), in any form where some text repeats
     none ("how to baking bake bread"; else without exact repeats) and, given the decoder's word
     list, without those holding a word outside it (left by the decoder's fallback when no known word
-    could be spelled) or a garbled character (``has_mojibake``), unless every text does."""
+    could be spelled) or a garbled character (``has_mojibake``), unless every text does; and, while
+    any text is left without, those saying a token twice in a row ("floor - - $3", ``stutters``)."""
     texts = list(dict.fromkeys(t for t in texts if words(t)))
     texts = ([t for t in texts if not repeats_a_content_word(t, inflected=True)]
              or [t for t in texts if not repeats_a_content_word(t)] or texts)
+    texts = [t for t in texts if not stutters(t)] or texts
     if lexicon is not None:
         texts = [t for t in texts if uses_known_words(t, lexicon)] or texts
     return texts

@@ -8,7 +8,7 @@ import torch
 
 from eqi_core.decoder.base import DecoderError, words
 from eqi_core.decoder.bert import beam_search, reorder, sample
-from eqi_core.decoder.lexicon import Lexicon, WordConstraint, training_lexicon
+from eqi_core.decoder.lexicon import Lexicon, WordConstraint, repeats_itself, training_lexicon
 from tests.unit.test_natural_decoder import VOCAB, tiny_model
 
 # output row j is token id j + 2 (row 0: the end of text); ids 3.. are these pieces, cycled
@@ -83,6 +83,43 @@ def test_constraint_hand_cases():
     s = c.advance(c.start(), row["run"])
     assert c.allows(s, row["ning"])
     assert not c.allows(c.advance(s, row["x"]), row["[SEP]"])  # "runx" may not end
+
+
+def test_a_piece_word_run_said_twice_in_a_row_is_a_stutter_but_dots_and_initials_are_not():
+    for tail in [("been", "been"), ("-", "-"), ("the", "the"), ("a", "a"), ("0", ",", "0", ","),
+                 ("[", "1", "]", "[", "1", "]"), ("we", "say", "new", "york", "new", "york")]:
+        assert repeats_itself(tail), tail
+    for tail in [("been", "seen"), (".", ".", "."), ("r", ".", "r", "."), ("1", ",", "2", ","), ("a", "b", "c", "a", "b"),
+                 ("x", "y", "z", "w", "x", "y", "z"), ("been",), ()]:  # runs longer than 3 are not looked for
+        assert not repeats_itself(tail), tail
+
+
+def test_a_stutter_free_constraint_lets_no_word_end_on_a_repeat_of_the_one_before():
+    """Beam hypotheses share their prefixes, so a stutter ("floor - - $3") must be stopped while
+    decoding; the sampling constraint keeps its old rules (samples are filtered one by one)."""
+    c = constraint()
+    strict = c.stutter_free_copy()
+    assert strict.stutter_free and not c.stutter_free and strict.lexicon is c.lexicon
+    pieces, _ = vocabulary()
+    row = {p: pieces.index(p) for p in ("the", "big", "sun", "[SEP]")}
+    for cons in (c, strict):
+        s = cons.advance(cons.advance(cons.start(), row["the"]), row["the"])  # "the the", about to end
+        assert cons.allows(s, row["big"]) != cons.stutter_free and cons.allows(s, row["[SEP]"]) != cons.stutter_free
+        s = cons.advance(cons.advance(cons.advance(cons.start(), row["the"]), row["big"]), row["the"])  # "the big the"
+        assert cons.allows(s, row["sun"])
+
+
+def test_stutter_free_beam_search_writes_no_stutter_where_the_plain_one_does():
+    from eqi_core.decoder.base import stutters
+
+    model = tiny_model(seed=2)
+    emb = torch.nn.functional.normalize(torch.randn(40, 16, generator=torch.Generator().manual_seed(1)), dim=1)
+    starts_a_piece = torch.tensor([j for j, p in enumerate(vocabulary()[1]) if p], dtype=torch.long)
+    none = torch.zeros(len(model.out_ids), dtype=torch.bool)
+    decoded = {name: [text(model, h[0][0]) for h in beam_search(model, emb, 4, starts_a_piece, none, constraint=cons)]
+               for name, cons in (("plain", constraint()), ("strict", constraint().stutter_free_copy()))}
+    assert sum(map(stutters, decoded["plain"])) > 10  # "a a run a dogs a": the check below can fail
+    assert not [t for t in decoded["strict"] if stutters(t) or bad_words(t) or repeats(t)]
 
 
 def test_constrained_decoding_keeps_to_known_words_without_repeats():

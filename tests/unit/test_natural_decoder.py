@@ -320,22 +320,27 @@ def test_copy_baselines_and_fluency_hand_cases():
     assert fluency(["a river-bank", "a rivver-bank"], lex)["nonword"] == pytest.approx(1 / 4)  # compounds by their parts
 
 
+class PieceTok:
+    """A tokenizer of whole pieces, decoded as WordPiece does: a space around every token."""
+
+    def __init__(self, pieces: dict[int, str]):
+        self.pieces = pieces
+
+    def get_vocab(self):
+        return {str(i): i for i in range(VOCAB)}
+
+    def id_to_token(self, i):
+        return self.pieces.get(i, f"w{i}")
+
+    def decode(self, ids, skip_special_tokens=True):
+        return " ".join(self.id_to_token(i) for i in ids)
+
+
 def test_decoded_text_is_detokenized():
     from eqi_core.decoder.natural import NaturalDecoderModel
 
-    class Tok:  # WordPiece's decode: a space around every punctuation token
-        pieces = {1: "what", 2: "'", 3: "s", 4: "(", 5: "wi", 6: "-", 7: "fi"}
-
-        def get_vocab(self):
-            return {str(i): i for i in range(VOCAB)}
-
-        def id_to_token(self, i):
-            return self.pieces.get(i, f"w{i}")
-
-        def decode(self, ids, skip_special_tokens=True):
-            return " ".join(self.id_to_token(i) for i in ids)
-
-    assert NaturalDecoderModel(tiny_model(), Tok()).text([1, 2, 3, 5, 6, 7, 4]) == "what's wi-fi"
+    tok = PieceTok({1: "what", 2: "'", 3: "s", 4: "(", 5: "wi", 6: "-", 7: "fi"})
+    assert NaturalDecoderModel(tiny_model(), tok).text([1, 2, 3, 5, 6, 7, 4]) == "what's wi-fi"
 
 
 def test_natural_checkpoint_for_another_encoder_is_refused(tmp_path):
@@ -376,6 +381,28 @@ def test_decode_file_keeps_the_files_line_numbers(tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("what is a river bank\n\n  \nhow do vaccines work\n", encoding="utf-8")
     assert _decode_inputs(None, src, tmp_path / "out.jsonl") == [(1, "what is a river bank"), (4, "how do vaccines work")]
+
+
+def test_decoding_sets_aside_a_hypothesis_saying_a_token_twice_while_the_beam_holds_another(monkeypatch):
+    """The word list stops a content word said twice, not a dash or a number: "floor - - $3" came out
+    of a walk on DL19. The beam's next hypothesis takes its place; a beam of stutters is kept."""
+    from eqi_core.decoder import natural
+    from eqi_core.decoder.natural import NaturalDecoderModel
+
+    beams = [[([1, 2, 2, 3], -1.0), ([1, 2, 3], -1.5), ([1, 4, 5], -2.0)], [([1, 2, 2, 3], -1.0), ([4, 4], -2.0)]]
+    monkeypatch.setattr(natural, "beam_search", lambda model, x, *a, **k: beams[:len(x)])
+    dec = NaturalDecoderModel(tiny_model(), PieceTok({1: "floor", 2: "-", 3: "$3", 4: "per", 5: "foot"}))
+    got = dec.decode(np.ones((2, 16), np.float32), n=2)
+    assert [c.text for c in got[0]] == ["floor - $3", "floor per foot"]
+    assert [c.text for c in got[1]] == ["floor - - $3", "per per"]  # nothing else in the beam: kept as decoded
+
+
+def test_rerank_sets_aside_a_stutter_unless_every_candidate_stutters():
+    from eqi_core.decoder.rerank import fluent
+
+    assert fluent(["cost of concrete floor - - $3", "cost of concrete floor from $3"]) == ["cost of concrete floor from $3"]
+    assert fluent(["the the cost"]) == ["the the cost"]  # never an empty pool
+    assert fluent(["what is a. a. milne", "a . . . b"]) == ["what is a. a. milne", "a . . . b"]  # initials, dots
 
 
 def test_traversal_never_counts_the_original_query():
