@@ -1240,6 +1240,7 @@ def eval_suggestions_cmd(
         METHOD_KEYS,
         evaluation_items,
         merge_rerun,
+        replace_card_rows,
         score_lists,
         suggestion_lists,
         summary,
@@ -1300,14 +1301,14 @@ def eval_suggestions_cmd(
 
         card = read_suggester_card(folder)
         names = set(table["collection"])
-        kept = [r for r in card.get("evaluation", []) if r.get("collection") not in names]
         decoding = describe_decoding(DECODING)  # rows measured with another decoding stay told apart
         ranker = suggesters["prf"].ranker
         if ranker is not None:
             penalty = f", word-overlap penalty {ranker.pick_penalty:g}" if ranker.pick_penalty else ""
             decoding += (f"; PRF picked by its re-ranker from {ranker.samples or DECODING.samples} samples "
                          f"(+ a sample at each feedback-walk point{penalty})")
-        card["evaluation"] = kept + [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))]
+        card["evaluation"] = replace_card_rows(card.get("evaluation", []),
+                                               [{**r, "decoding": decoding} for r in json.loads(table.to_json(orient="records"))])
         commands = card.get("evaluation_commands")
         commands = commands if isinstance(commands, dict) else {}  # older cards: a hand-written list
         this = " ".join(["eqi", *sys.argv[1:]])

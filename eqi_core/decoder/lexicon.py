@@ -123,9 +123,9 @@ class WordConstraint:
         self._piece_words = [words(p) for p in self.pieces]
 
     def stutter_free_copy(self) -> WordConstraint:
-        """The same word list and rules, outputs that say nothing twice in a row (own cache)."""
+        """The same word list and rules, outputs that say nothing twice in a row."""
         other = copy.copy(self)
-        other.stutter_free, other._ends = True, {}
+        other.stutter_free = True  # the word-list cache is shared: its answers do not depend on this rule
         return other
 
     @staticmethod
@@ -138,18 +138,20 @@ class WordConstraint:
     def can_end_word(self, state: State) -> bool:
         """May the current word end here (a known word or a number, no content word repeated; with
         ``stutter_free``, not a repeat of the piece-words just before it)?"""
-        key = state if self.stutter_free else state[:2]
+        key = state[:2]  # the word list's answer depends on the word and the words used, not on the tail
         hit = self._ends.get(key)
         if hit is None:
             ws = words(state[0])
             content = self._content(ws)
             hit = (all(w in self.lexicon or w.isdigit() for w in ws)
-                   and len(set(content)) == len(content) and not (set(content) & state[1])
-                   and not (self.stutter_free and state[0] and repeats_itself((*state[2], state[0]))))
+                   and len(set(content)) == len(content) and not (set(content) & state[1]))
             if len(self._ends) > 200_000:
                 self._ends.clear()
             self._ends[key] = hit
-        return hit
+        current, tail = state[0], state[2]
+        # a repeat needs the word among the last STUTTER_SPAN before it: that test first, it is cheap
+        return hit and not (self.stutter_free and current and current in tail[-STUTTER_SPAN:]
+                            and repeats_itself((*tail, current)))
 
     def allows(self, state: State, row: int) -> bool:
         """May output row ``row`` follow ``state``? A word start (or the end of text) needs the current

@@ -172,6 +172,19 @@ def merge_rerun(earlier: pd.DataFrame, rerun: pd.DataFrame, items, source: str) 
                               kind="stable", ignore_index=True)
 
 
+def replace_card_rows(rows: list[dict], new: list[dict]) -> list[dict]:
+    """A card's evaluation rows with each collection of ``new`` replaced where it stood (a collection
+    not there yet goes last): re-running one collection leaves the order of the page's tables as it was."""
+    fresh = {r.get("collection") for r in new}
+    out, placed = [], False
+    for name in dict.fromkeys(r.get("collection") for r in rows):
+        if name not in fresh:
+            out += [r for r in rows if r.get("collection") == name]
+        elif not placed:
+            out, placed = out + list(new), True
+    return out if placed else out + list(new)
+
+
 def bootstrap_mean_ci(x: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
     from eqi_core.coverage.tasc import bootstrap_ci
 

@@ -640,6 +640,17 @@ def test_the_rankers_pool_size_is_the_number_of_samples_drawn(natural_space, tin
         assert asked[-1] == expected
 
 
+def test_a_card_keeps_its_collections_order_when_one_is_evaluated_again():
+    from eqi_core.suggestion.evaluate import replace_card_rows
+
+    row = lambda c, m, v=0: {"collection": c, "method": m, "best@10": v}
+    rows = [row("dl19", "RM3"), row("dl19", "PRF"), row("scifact", "RM3"), row("wordnet", "RM3")]
+    again = replace_card_rows(rows, [row("scifact", "RM3", 1), row("scifact", "PRF", 1)])
+    assert again == [row("dl19", "RM3"), row("dl19", "PRF"), row("scifact", "RM3", 1), row("scifact", "PRF", 1), row("wordnet", "RM3")]
+    assert replace_card_rows(rows, [row("cranfield", "RM3")]) == [*rows, row("cranfield", "RM3")]  # a new one goes last
+    assert replace_card_rows([], [row("dl19", "RM3")]) == [row("dl19", "RM3")]
+
+
 def test_merge_rerun_replaces_the_rerun_methods_and_keeps_the_query_order():
     from eqi_core.suggestion.evaluate import merge_rerun
 
