@@ -119,7 +119,7 @@ class WordConstraint:
         self.continues = continues
         self.stop = stop
         self.stutter_free = stutter_free
-        self._ends: dict[State, bool] = {}
+        self._ends: dict[tuple[str, frozenset], bool] = {}  # by (word, words used): the word list's answer
         self._piece_words = [words(p) for p in self.pieces]
 
     def stutter_free_copy(self) -> WordConstraint:

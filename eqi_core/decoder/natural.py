@@ -403,8 +403,9 @@ class NaturalDecoderModel:
         return detokenize(self.tok.decode(ids, skip_special_tokens=True))
 
     def decode(self, embeddings: np.ndarray, n: int = 5, beam: int | None = None) -> list[list[Candidate]]:
-        """Up to ``n`` distinct beam hypotheses per row, best first. None says a token twice in a row
-        ("concrete floor - - $3"): with a word list, beam search never writes one (``stutter_free``);
+        """Up to ``n`` distinct beam hypotheses per row, best first, kept from saying a token twice in a
+        row ("concrete floor - - $3"): with a word list, beam search lets no word end on a repeat
+        (``stutter_free``; only where no other word is allowed does the model's own choice stand);
         without, such hypotheses are set aside while the beam holds one that does not."""
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         width = max(n, beam or self.beam)
