@@ -522,7 +522,7 @@ def exposure(
         from eqi_core.exposure.generative import generate_exposure
 
         space = open_space(setup.collection, setup.store, "minilm-l6", progress=tqdm_progress("latent space", "item"))
-        g = generate_exposure(setup, space, generate, n_qd, doc_id=passage, text=text)
+        g = generate_exposure(setup, space, generate, n_qd, doc_id=passage, text=text, exact=pe.exact)
         for note in g.notes:
             typer.echo(f"note: {note}", err=True)
         typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries not in the log rank it in the top {n_qd} "

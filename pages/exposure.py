@@ -295,7 +295,8 @@ else:
             space = latent_space_or_stop(spec, "minilm-l6")
             with st.spinner("Decoding and ranking..."):
                 st.session_state["_exp_generated"] = (wanted, generate_exposure(setup, space, int(n_generate), n_qd,
-                                                                                doc_id=doc_id, text=text))
+                                                                                doc_id=doc_id, text=text,
+                                                                                exact=result.exact))
         except DataError as exc:
             st.error(str(exc))
     done = st.session_state.get("_exp_generated")

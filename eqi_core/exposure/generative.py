@@ -90,18 +90,39 @@ def passage_ranks(setup: ExposureSetup, queries: list[str], doc: int | None, tex
     return np.array([float(hit.get(str(i), np.inf)) for i in range(len(queries))])
 
 
+def logged_exposing(setup: ExposureSetup, n_qd: int, doc: int | None, text: str | None,
+                    exact: pd.DataFrame | None = None) -> tuple[np.ndarray, int]:
+    """(query indices, most exposing first; the log's exposure: the sum of n_q->d - rho over the queries
+    that show the passage in their top n_q->d). A passage of the collection reads the exposure map
+    (every query within its depth); pasted text has its exact exposing queries scored against the map
+    (``exact``, when the caller has them: the frame of ``lookup.exact_exposure``), so that its decoded
+    queries are compared with the log's, as a collection passage's are, rather than with nothing."""
+    if doc is not None:
+        q_idx, r0 = setup.exposure.exposing(doc)
+        return q_idx, int((n_qd - r0[r0 < n_qd]).sum())
+    if exact is None:
+        from eqi_core.exposure.lookup import exact_exposure
+
+        exact, _ = exact_exposure(setup, n_qd, text=text)
+    if exact is None or not len(exact):  # a result log ranks no new text: no exposing query is known
+        return np.array([], int), 0
+    exact = exact.sort_values("rank", kind="stable")
+    q_idx = pd.Index(setup.exposure.query_ids).get_indexer(exact["query_id"])
+    return q_idx[q_idx >= 0], int(exact["exposure"].sum())
+
+
 def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, doc_id: str | None = None,
-                      text: str | None = None, seed: int = 0) -> GeneratedExposure:
+                      text: str | None = None, seed: int = 0, exact: pd.DataFrame | None = None) -> GeneratedExposure:
     """Up to ``n`` decoded candidate queries for a passage (by id, or pasted text), best rank first; a
-    near-duplicate of an earlier candidate (``near_duplicate``) is not counted again."""
+    near-duplicate of an earlier candidate (``near_duplicate``) is not counted again. ``exact``: pasted
+    text's exact exposing queries at this n_q->d, when the caller has computed them already."""
     if n <= 0:
         raise DataError(f"--generate {n}: expected a positive number of queries")
     if (doc_id is None) == (text is None):
         raise DataError("give a passage id or a text, not both")
     doc = setup.exposure.doc_index(doc_id) if doc_id is not None else None
     passage_emb = space.passage_embedding(doc_id) if doc_id is not None else space.encode([text])[0]
-    q_idx, r0 = setup.exposure.exposing(doc) if doc is not None else (np.array([], int), np.array([], int))
-    logged_total = int((n_qd - r0[r0 < n_qd]).sum())
+    q_idx, logged_total = logged_exposing(setup, n_qd, doc, text, exact)
     exposing_emb = space.query_emb[q_idx[:5]] if len(q_idx) else np.zeros((0, len(passage_emb)), np.float32)
     decoder = space.decoder("decoder")
     rows: list[dict] = []

@@ -171,6 +171,22 @@ def test_generative_exposure_panel(at):
     assert int(metrics["Unseen queries exposing it (top 3)"]) == int((table["exposes"] & ~table["in the log"]).sum())
 
 
+def test_generative_exposure_of_pasted_text_counts_the_logs_exposure(at):
+    """A pasted passage's exact exposing queries are on the page above the panel: "Exposure from the
+    log" is their exposure (n_q->d - rank + 1 summed), not 0."""
+    at.switch_page("pages/exposure.py").run()
+    at.slider(key="exp_nqd").set_value(3).run()
+    at.radio(key="exp_source").set_value("Paste a new passage").run()
+    at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
+    at.number_input(key="exp_gen_n").set_value(5).run()
+    at.button(key="exp_gen").click().run()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    exact = [d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"]][0]
+    assert len(exact) and int(metrics["Exposing queries (exact)"]) == len(exact)
+    assert int(metrics["Exposure from the log"]) == int((3 - exact["rank"] + 1).sum()) > 0
+
+
 def test_a_link_cannot_name_a_result_log_outside_the_data_roots(at, tmp_path):
     outside = tmp_path / "secret.trec"
     outside.write_text("q1 Q0 d1 1 1.0 sys\n", encoding="utf-8")

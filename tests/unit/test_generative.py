@@ -82,3 +82,23 @@ def test_generated_candidates_are_distinct_queries(tiny, spaces):
     setup = prepare_exposure(tiny, "minilm-l6", store, depth=100)
     texts = list(generate_exposure(setup, space, n=30, n_qd=3, doc_id="d1").candidates["query"])
     assert not any(near_duplicate(a, b) for i, a in enumerate(texts) for b in texts[i + 1:]), texts
+
+
+@pytest.mark.parametrize("ranker", ["minilm-l6", "bm25"])
+def test_pasted_text_is_compared_with_the_queries_that_expose_it(tiny, spaces, ranker):
+    """Pasted text has exposing logged queries too (scored against the map): the log's exposure beside
+    the decoded queries' is theirs, not 0, and the decoder walks halfway to them as for a passage of
+    the collection."""
+    from eqi_core.exposure.lookup import exact_exposure
+
+    store, space = spaces
+    setup = prepare_exposure(tiny, ranker, store, depth=100)
+    text = setup.passage_text(0)  # d1's words, pasted: the queries that show d1 show it too
+    exact, _ = exact_exposure(setup, 3, text=text)
+    assert len(exact) and exact["exposure"].sum() > 0
+    g = generate_exposure(setup, space, n=30, n_qd=3, text=text)
+    assert g.logged_total == int(exact["exposure"].sum())
+    assert "between" in set(g.candidates["origin"])
+    given = generate_exposure(setup, space, n=30, n_qd=3, text=text, exact=exact)  # the caller's frame, not recomputed
+    assert given.logged_total == g.logged_total
+    assert given.candidates["query"].tolist() == g.candidates["query"].tolist()
