@@ -6,7 +6,15 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.exposure.audit import passage_retrievability, retrievability_extremes
 from eqi_core.exposure.learned import TrainingConfig
-from eqi_core.exposure.lookup import change_summary, exact_exposure, exposure_change, passage_exposure, patience_grids
+from eqi_core.exposure.lookup import (
+    PASTED,
+    change_summary,
+    exact_exposure,
+    exposure_change,
+    passage_exposure,
+    patience_grids,
+    results_with_pasted,
+)
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
@@ -222,18 +230,25 @@ if result.lists or result.exact is not None:
     if chosen_query is not None:
         rank = chosen_query["rank"]
         exposes = bool(np.isfinite(rank)) if rank is not None else False
-        deep = int(rank) if exposes and doc_id is not None else 0
-        top = setup.query_results(str(chosen_query["query_id"]), max(deep, TOP_SHOWN))
-        here = top["doc_id"] == doc_id if doc_id is not None else pd.Series(False, index=top.index)
+        deep = int(rank) if exposes else 0
+        qid = str(chosen_query["query_id"])
+        # pasted text: the query's results as they would be with it among the collection's passages
+        top = results_with_pasted(setup, qid, text, max(deep, TOP_SHOWN)) if doc_id is None and exposes else None
+        pasted_in = top is not None
+        if not pasted_in:
+            deep = deep if doc_id is not None else 0
+            top = setup.query_results(qid, max(deep, TOP_SHOWN))
+        this = "the pasted passage" if pasted_in else "this passage"
+        here = top["doc_id"] == (PASTED if pasted_in else doc_id)
         top = top[(top["rank"] <= TOP_SHOWN) | here]
-        top = top.assign(passage=[collection.display_text(d) or "" for d in top["doc_id"]],
-                         target=np.where(here[top.index], "◀ this passage", ""))
+        top = top.assign(passage=[text if d == PASTED else collection.display_text(d) or "" for d in top["doc_id"]],
+                         target=np.where(here[top.index], f"◀ {this}", ""))
         if not exposes:
             where = f"it does not show {'this' if doc_id is not None else 'the pasted'} passage in its top {n_qd}"
         else:
             where = f"this passage at rank {int(rank)}" if doc_id is not None else f"the pasted passage would rank {int(rank)}"
         st.markdown(f"**What “{literal(chosen_query['query'])}” shows**: its top {TOP_SHOWN}"
-                    + (", then this passage" if deep > TOP_SHOWN else "") + f" ({where})")
+                    + (f", then {this}" if deep > TOP_SHOWN else "") + f" ({where})")
         st.dataframe(top, hide_index=True, width="stretch", key="exp_query_top", column_config=result_columns(),
                      height=35 * (len(top) + 1) + 3)  # every row in view, the passage's last
         passage_text = text if doc_id is None else collection.display_text(doc_id) or ""

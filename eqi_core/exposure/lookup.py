@@ -49,17 +49,60 @@ def validate_depths(n_qd: int, n_dq: int, max_qd: int) -> None:
 def exact_for_new_text(setup: ExposureSetup, passage_emb: np.ndarray, n_qd: int) -> pd.DataFrame:
     """Exact exposing queries of a passage not in the collection (dense rankers): its score for every
     logged query against the scores cached in the exposure map."""
-    return _exact_from_scores(setup, setup.query_emb @ passage_emb.astype(np.float32), n_qd)
+    return _exact_from_scores(setup, dense_scores_of_new_text(setup, passage_emb), n_qd)
 
 
-def exact_sparse_for_new_text(setup: ExposureSetup, text: str, n_qd: int, progress=None) -> pd.DataFrame:
-    """The same for a learned-sparse ranker (SPLADE): the log's sparse vectors are encoded once and
-    kept in the store; a passage sharing no expansion term with a query is not retrieved by it."""
+def dense_scores_of_new_text(setup: ExposureSetup, passage_emb: np.ndarray) -> np.ndarray:
+    """A pasted passage's score for every logged query under a dense ranker (one product, so a query's
+    score is the same wherever it is read)."""
+    return setup.query_emb @ passage_emb.astype(np.float32)
+
+
+def sparse_scores_of_new_text(setup: ExposureSetup, text: str, progress=None) -> np.ndarray:
+    """The same under a learned-sparse ranker (SPLADE): the log's sparse vectors are encoded once and
+    kept in the store; -inf where the passage shares no expansion term with a query (not retrieved)."""
     from eqi_core.rankers.registry import load_encoder
 
     encoder = load_encoder(ranker_spec(setup.ranker_id).encoder)
     s = (setup.sparse_queries(progress) @ encoder.encode_sparse([text]).T).toarray().ravel()
-    return _exact_from_scores(setup, np.where(s > 0, s, -np.inf), n_qd)
+    return np.where(s > 0, s, -np.inf)
+
+
+def exact_sparse_for_new_text(setup: ExposureSetup, text: str, n_qd: int, progress=None) -> pd.DataFrame:
+    """Exact exposing queries of a passage not in the collection under a learned-sparse ranker."""
+    return _exact_from_scores(setup, sparse_scores_of_new_text(setup, text, progress), n_qd)
+
+
+PASTED = "(pasted)"  # the doc_id of a pasted passage in a query's results
+
+
+def results_with_pasted(setup: ExposureSetup, query_id: str, text: str, k: int) -> pd.DataFrame | None:
+    """A logged query's top ``k`` (rank, doc_id, score) as it would be with the pasted passage among
+    the collection's (doc_id ``PASTED``), scored as its exact exposure scores it, so the rank it shows
+    is the exposure table's: dense and learned-sparse scores against the map's cached lists (the other
+    passages' scores do not change), BM25 with the passage appended to the index (its statistics
+    change). None for a result log, which cannot rank new text."""
+    spec = ranker_spec(setup.ranker_id)
+    qi = int(pd.Index(setup.exposure.query_ids).get_loc(query_id))
+    passages = setup.exposure.doc_ids
+    if spec.map_source == "bm25":
+        idx, scores = setup.bm25_with_new_passage().top(validate_text(text), qi, k)
+        docs = np.array([PASTED if i == len(passages) else passages[i] for i in idx], dtype=object)
+    elif spec.family in ("dense", "learned-sparse"):
+        text = validate_text(text)
+        own = float((dense_scores_of_new_text(setup, setup.encoder.encode([text])[0]) if spec.family == "dense"
+                     else sparse_scores_of_new_text(setup, text))[qi])
+        listed = _topk_scores(setup)[qi]
+        pairs = np.flatnonzero(setup.exposure.q_idx == qi)
+        order = pairs[np.argsort(setup.exposure.rank0[pairs], kind="stable")]
+        docs, scores = passages[setup.exposure.d_idx[order]], listed[setup.exposure.rank0[order]]
+        if np.isfinite(own):
+            at = int((scores >= own).sum())  # listed results scoring at least as high: ties go against it
+            docs, scores = np.insert(docs.astype(object), at, PASTED), np.insert(scores, at, own)
+        docs, scores = docs[:k], scores[:k]
+    else:
+        return None
+    return pd.DataFrame({"rank": np.arange(1, len(docs) + 1), "doc_id": docs, "score": np.asarray(scores, float)})
 
 
 def exact_exposure(setup: ExposureSetup, n_qd: int, doc_id: str | None = None, text: str | None = None,
@@ -116,13 +159,18 @@ def change_summary(change: pd.DataFrame, name_a: str, name_b: str, top: int = 10
             f"{int((ra <= top).sum()):,} under {name_a}, {int((rb <= top).sum()):,} under {name_b}")
 
 
+def _topk_scores(setup: ExposureSetup) -> np.ndarray:
+    """The map's (queries x depth) scores, built once per setup."""
+    if "topk_scores" not in setup._methods:
+        setup._methods["topk_scores"] = setup.exposure.topk_scores()
+    return setup._methods["topk_scores"]
+
+
 def _exact_from_scores(setup: ExposureSetup, s: np.ndarray, n_qd: int) -> pd.DataFrame:
     """The new passage enters query q's top n exactly when its score beats the n-th score of q's list in
     the exposure map, at the rank given by how many of the listed scores reach it: ties go against it,
     as a passage appended to the collection comes last among equal scores (the canonical order)."""
-    if "topk_scores" not in setup._methods:
-        setup._methods["topk_scores"] = setup.exposure.topk_scores()
-    topk = setup._methods["topk_scores"][:, :n_qd]
+    topk = _topk_scores(setup)[:, :n_qd]
     q = np.flatnonzero((topk[:, -1] < s) & np.isfinite(s))  # lists are sorted: beating the last kept score
     rank0 = (topk[q] >= s[q, None]).sum(axis=1)  # listed results scoring at least as high
     order = np.lexsort((q, rank0))

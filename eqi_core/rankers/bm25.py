@@ -152,14 +152,29 @@ class BM25WithNewPassage:
         matching = [i for i, q in enumerate(queries) if terms.intersection(q)]
         if not matching:
             return out
-        retriever = bm25s.BM25(k1=self.k1, b=self.b)
-        vocab = {**self.tokenizer.get_vocab_dict(), **fresh}  # ids 0..V-1: bm25s sizes its arrays by the vocabulary
-        retriever.index((self.passage_tokens + [new], vocab), show_progress=False)
+        retriever = self._with(new, fresh)
         for i in matching:
             scores = retriever.get_scores(queries[i])
             if scores[-1] > 0:
                 out[i] = int((scores[:-1] >= scores[-1]).sum())
         return out
+
+    def _with(self, new: list[int], fresh: dict[str, int]) -> bm25s.BM25:
+        """The collection's index with the passage ``new`` appended (its last row)."""
+        retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        vocab = {**self.tokenizer.get_vocab_dict(), **fresh}  # ids 0..V-1: bm25s sizes its arrays by the vocabulary
+        retriever.index((self.passage_tokens + [new], vocab), show_progress=False)
+        return retriever
+
+    def top(self, text: str, query: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(passage indices, scores) of logged query ``query``'s top ``k`` with the passage appended
+        (index = the number of passages); score descending, then index, so ties go against it, as
+        in ``exposing``. What an auditor sees above and below a pasted passage."""
+        fresh: dict[str, int] = {}
+        scores = self._with(self._tokens([text], fresh)[0], fresh).get_scores(self.query_tokens[query])
+        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
+        order = order[scores[order] > 0]  # BM25 retrieves only passages sharing a term with the query
+        return order, scores[order]
 
     def exposing(self, text: str, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(logged query indices, 0-based ranks) of the queries whose top n would hold the appended

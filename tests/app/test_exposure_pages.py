@@ -259,6 +259,31 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
     assert ("this passage at rank" in heading) == ("d6" in shown["doc_id"].tolist())  # else "does not show"
 
 
+def test_an_exposing_query_of_pasted_text_shows_it_among_its_results(at):
+    """Pasted text has no place in the collection, but the query's results are shown as they would be
+    with it: the pasted passage at the rank of the exact table, the query's own results around it."""
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import build_ranker
+    from eqi_core.store import ArtifactStore
+
+    at.switch_page("pages/exposure.py").run()
+    at.radio(key="exp_source").set_value("Paste a new passage").run()
+    at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
+    exact = next(d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"])
+    at.session_state["exp_exact"] = {"selection": {"rows": [0], "columns": []}}
+    at.run()
+    assert not at.exception, at.exception
+    shown = next(d.value for d in at.dataframe if "target" in d.value.columns)
+    marked = shown[shown["target"] == "◀ the pasted passage"]
+    assert len(marked) == 1 and marked["rank"].iloc[0] == exact["rank"].iloc[0]
+    assert marked["passage"].iloc[0] == "a loan from the bank with interest"
+    assert shown["rank"].tolist() == list(range(1, len(shown) + 1))
+    search = build_ranker("minilm-l3-onnx", load_collection(f"beir:{TINY_BEIR}"), ArtifactStore()).search(
+        [exact["query"].iloc[0]], k=10).frame
+    assert shown.loc[shown["target"] == "", "doc_id"].tolist() == search["doc_id"].tolist()[:len(shown) - 1]
+    assert any(f"the pasted passage would rank {exact['rank'].iloc[0]}" in m.value for m in at.markdown)
+
+
 def test_an_exposing_query_of_a_result_log_shows_the_logs_own_rows(at, tmp_path):
     from eqi_core.store import ArtifactStore
     from eqi_core.uploads import store_result_log

@@ -58,3 +58,27 @@ def test_change_scatter_places_each_query_by_its_two_ranks():
                       "only under bm25 (1)": [(1, outside)], "only under dense (1)": [(outside, 7)]}
     assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # rank 1 at the top: above the diagonal is higher
     assert fig.layout.xaxis.ticktext[-1] == "not in top 100"
+
+
+@pytest.mark.parametrize("ranker", ["minilm-l6", "bm25"])
+def test_a_queries_results_with_the_pasted_passage_show_it_at_its_exact_rank(tiny, store, ranker):
+    """Pasted text that is d1's, at the rank its exact exposure gives: under BM25 it ties with d1 and
+    ties go against it, so it is listed right below d1; the dense encoder reads one text alone a
+    hair apart from the batch that encoded d1, so there it is next to d1, on either side; the rest
+    is the query's own list."""
+    from eqi_core.exposure.lookup import PASTED, results_with_pasted
+    from eqi_core.exposure.setup import prepare_exposure
+
+    setup = prepare_exposure(tiny, ranker, store, depth=100)
+    text = setup.passage_text(setup.exposure.doc_index("d1"))
+    exposing, _ = exact_exposure(setup, 5, text=text)
+    assert len(exposing)
+    for qid, rank in zip(exposing["query_id"], exposing["rank"]):
+        top = results_with_pasted(setup, qid, text, 6)
+        docs = top["doc_id"].tolist()
+        assert top["rank"].tolist() == list(range(1, len(top) + 1))
+        assert docs.index(PASTED) + 1 == rank
+        assert docs[rank - 2] == "d1" if ranker == "bm25" else "d1" in docs[max(rank - 2, 0):rank + 1]
+        if ranker != "bm25":  # BM25's other scores move with the grown collection's statistics
+            assert [d for d in docs if d != PASTED] == setup.query_results(qid, 5)["doc_id"].tolist()
+

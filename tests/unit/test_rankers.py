@@ -63,6 +63,26 @@ def test_bm25_with_a_pasted_passage_matches_the_formula_on_the_grown_collection(
     assert grown.ranks(new, ["bank loan"])[0] == expected_rank0("bank loan") + 1
 
 
+def test_bm25_top_with_a_pasted_passage_is_the_grown_collections_ranking(tiny):
+    """A logged query's results with the passage appended: textbook BM25 over the grown collection,
+    score descending then index (the appended passage last among equals), unmatched passages left out."""
+    docs, log = tiny.passage_texts(), tiny.queries["text"].tolist()
+    new = "A zebra crossed the river bank; the bank gave the zebra a loan"
+    grown = BM25WithNewPassage.prepare(docs, log)
+    checked = 0
+    for i, query in enumerate(log):
+        ref = bm25_reference(docs + [new], query)
+        want = [j for j in sorted(range(len(ref)), key=lambda j: (-ref[j], j)) if ref[j] > 0][:5]
+        idx, scores = grown.top(new, i, 5)
+        assert idx.tolist() == want, query
+        assert scores == pytest.approx(ref[want], rel=1e-4)
+        if len(docs) in want:  # the pasted passage is listed where exposing() ranks it
+            q, rank0 = grown.exposing(new, n=len(docs) + 1)
+            assert want.index(len(docs)) == dict(zip(q.tolist(), rank0.tolist()))[i]
+            checked += 1
+    assert checked
+
+
 def test_bm25_ties_at_the_cut_go_to_the_lower_index_and_many_rows_match_one_by_one():
     """Five identical passages tie; the top 3 are the first three, whatever the CPU (bm25s's own
     partition chose among ties), and a batch of texts gets what each text gets alone."""
