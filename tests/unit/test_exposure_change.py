@@ -60,12 +60,12 @@ def test_change_scatter_places_each_query_by_its_two_ranks():
     assert fig.layout.xaxis.ticktext[-1] == "not in top 100"
 
 
-@pytest.mark.parametrize("ranker", ["minilm-l6", "bm25"])
+@pytest.mark.parametrize("ranker", ["minilm-l6", "bm25", "splade-tiny"])
 def test_a_queries_results_with_the_pasted_passage_show_it_at_its_exact_rank(tiny, store, ranker):
     """Pasted text that is d1's, at the rank its exact exposure gives: under BM25 it ties with d1 and
     ties go against it, so it is listed right below d1; the dense encoder reads one text alone a
-    hair apart from the batch that encoded d1, so there it is next to d1, on either side; the rest
-    is the query's own list."""
+    hair apart from the batch that encoded d1, so there (and under SPLADE) it is next to d1, on
+    either side; the rest is the query's own list."""
     from eqi_core.exposure.lookup import PASTED, results_with_pasted
     from eqi_core.exposure.setup import prepare_exposure
 
