@@ -464,6 +464,9 @@ def exposure(
                                        "(e.g. bm25): who keeps, gains and loses sight of the passage"),
     report: Path | None = typer.Option(None, "--report", help="also write the page's audit report (HTML, opens "
                                        "offline): lists, RELQ, figures, and the comparison with --compare"),
+    show: list[str] = typer.Option([], "--show", help="also what this logged query (an id; repeat --show) shows: its "
+                                   "top 10, then the passage where deeper; pasted text among the collection's "
+                                   "passages at its exact rank, as the page shows a selected query"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -479,6 +482,9 @@ def exposure(
             raise DataError(f"--compare {compare}: that is the ranker already shown; name another, e.g. bm25 or minilm-l6")
     spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
     setup = _exposure_setup(collection, ranker, 100, scheduler, run_file, space, passage)
+    unknown = [q for q in show if str(q) not in setup.collection.query_text]
+    if unknown:
+        raise DataError(f"--show {unknown[0]!r}: not a query id of the query log (`eqi exposure` lists exposing ones)")
     _warn_degenerate(setup, n_qd, n_dq)
     methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
     for arch in ("residual",) if heads else ():
@@ -501,6 +507,11 @@ def exposure(
         else:
             typer.echo("(no logged query found: none shares a word with the passage after stop words and stemming)" if name == "BM25-reverse"
                        else "(no logged query found)")
+    for query_id in show:
+        from eqi_core.exposure.lookup import what_a_query_shows
+
+        typer.echo(f"## what {setup.collection.query_text[str(query_id)]!r} ({query_id}) shows")
+        typer.echo(what_a_query_shows(setup, pe, str(query_id)).to_string(index=False, max_colwidth=80))
     if patience:
         grids = patience_grids(pe, n_dq)
         if not grids:

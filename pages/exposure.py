@@ -7,13 +7,12 @@ from eqi_core.errors import DataError
 from eqi_core.exposure.audit import passage_retrievability, retrievability_extremes
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.lookup import (
-    PASTED,
     change_summary,
     exact_exposure,
     exposure_change,
     passage_exposure,
     patience_grids,
-    results_with_pasted,
+    what_a_query_shows,
 )
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
@@ -230,19 +229,9 @@ if result.lists or result.exact is not None:
     if chosen_query is not None:
         rank = chosen_query["rank"]
         exposes = bool(np.isfinite(rank)) if rank is not None else False
+        top = what_a_query_shows(setup, result, str(chosen_query["query_id"]), TOP_SHOWN)
         deep = int(rank) if exposes else 0
-        qid = str(chosen_query["query_id"])
-        # pasted text: the query's results as they would be with it among the collection's passages
-        top = results_with_pasted(setup, qid, text, max(deep, TOP_SHOWN)) if doc_id is None and exposes else None
-        pasted_in = top is not None
-        if not pasted_in:
-            deep = deep if doc_id is not None else 0
-            top = setup.query_results(qid, max(deep, TOP_SHOWN))
-        this = "the pasted passage" if pasted_in else "this passage"
-        here = top["doc_id"] == (PASTED if pasted_in else doc_id)
-        top = top[(top["rank"] <= TOP_SHOWN) | here]
-        top = top.assign(passage=[text if d == PASTED else collection.display_text(d) or "" for d in top["doc_id"]],
-                         target=np.where(here[top.index], f"◀ {this}", ""))
+        this = "the pasted passage" if doc_id is None else "this passage"
         if not exposes:
             where = f"it does not show {'this' if doc_id is not None else 'the pasted'} passage in its top {n_qd}"
         else:

@@ -105,6 +105,25 @@ def results_with_pasted(setup: ExposureSetup, query_id: str, text: str, k: int) 
     return pd.DataFrame({"rank": np.arange(1, len(docs) + 1), "doc_id": docs, "score": np.asarray(scores, float)})
 
 
+def what_a_query_shows(setup: ExposureSetup, result: PassageExposure, query_id: str, shown: int = 10) -> pd.DataFrame:
+    """What one logged query shows an auditor of ``result``'s passage: its top ``shown`` (rank, doc_id,
+    score, passage, target), then the passage's own row where it is deeper, marked in ``target``.
+    Pasted text is listed among the collection's passages at its exact rank (``results_with_pasted``),
+    except under a result log, which cannot rank it: there the query's rows alone."""
+    rank = None
+    if result.exact is not None:
+        rank = dict(zip(result.exact["query_id"].astype(str), result.exact["rank"])).get(str(query_id))
+    deep = int(rank) if rank is not None else 0
+    top = results_with_pasted(setup, query_id, result.text, max(deep, shown)) if result.doc_id is None and deep else None
+    mark, this = (PASTED, "the pasted passage") if top is not None else (result.doc_id, "this passage")
+    if top is None:
+        top = setup.query_results(query_id, max(deep, shown) if result.doc_id is not None else shown)
+    here = top["doc_id"] == mark
+    top = top[(top["rank"] <= shown) | here]
+    texts = [result.text if d == PASTED else setup.collection.display_text(d) or "" for d in top["doc_id"]]
+    return top.assign(passage=texts, target=np.where(here[top.index], f"◀ {this}", "")).reset_index(drop=True)
+
+
 def exact_exposure(setup: ExposureSetup, n_qd: int, doc_id: str | None = None, text: str | None = None,
                    emb: np.ndarray | None = None) -> tuple[pd.DataFrame | None, list[str]]:
     """The exact exposing queries of a passage of the collection (from the map) or of pasted text

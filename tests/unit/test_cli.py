@@ -212,6 +212,31 @@ def test_exposure_compare_lists_each_rankers_exact_ranks():
     assert len(rows) == len(set(truth["bm25"]["query_id"]) | set(truth["minilm-l3-onnx"]["query_id"]))
 
 
+def test_exposure_show_prints_what_a_query_shows_with_pasted_text_at_its_exact_rank(monkeypatch, capsys):
+    """--show QUERY_ID: the page's selected-query table; pasted text among the query's results at
+    the rank of the exact list; an unknown id is one line, before anything is computed."""
+    from eqi_core.exposure.lookup import exact_exposure
+    from eqi_core.exposure.setup import prepare_exposure
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    text = "a loan from the bank with interest"
+    exact, _ = exact_exposure(prepare_exposure(load_collection(TINY), "bm25", ArtifactStore()), 100, text=text)
+    qid, rank = str(exact["query_id"].iloc[0]), int(exact["rank"].iloc[0])
+    out = runner.invoke(app, ["exposure", "--text", text, "-c", TINY, "-r", "bm25", "--no-heads", "--show", qid])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("## what ") and x.endswith(f"({qid}) shows"))
+    marked = [x for x in lines[at + 2:] if x.endswith("◀ the pasted passage")]
+    assert len(marked) == 1 and marked[0].split()[:2] == [str(rank), "(pasted)"]
+    monkeypatch.setattr("sys.argv", ["eqi", "exposure", "--text", text, "-c", TINY, "-r", "bm25", "--show", "nosuch"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.startswith("error: --show 'nosuch': not a query id of the query log")
+    assert len(err.splitlines()) == 1
+
+
 def test_exposure_compare_with_the_same_ranker_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["eqi", "exposure", "d1", "-c", TINY, "-r", "bm25", "--compare", "bm25"])
     with pytest.raises(SystemExit) as exc:
