@@ -470,7 +470,7 @@ def exposure(
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
-    from eqi_core.exposure.lookup import passage_exposure, patience_grids
+    from eqi_core.exposure.lookup import passage_exposure, patience_grids, what_a_query_shows
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
     from eqi_core.matching import with_shared_words, word_overlap_line
 
@@ -508,8 +508,6 @@ def exposure(
             typer.echo("(no logged query found: none shares a word with the passage after stop words and stemming)" if name == "BM25-reverse"
                        else "(no logged query found)")
     for query_id in show:
-        from eqi_core.exposure.lookup import what_a_query_shows
-
         typer.echo(f"## what {setup.collection.query_text[str(query_id)]!r} ({query_id}) shows")
         typer.echo(what_a_query_shows(setup, pe, str(query_id)).to_string(index=False, max_colwidth=80))
     if patience:
