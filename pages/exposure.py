@@ -232,7 +232,9 @@ if result.lists or result.exact is not None:
         top = what_a_query_shows(setup, result, str(chosen_query["query_id"]), TOP_SHOWN)
         deep = int(rank) if exposes else 0
         this = "the pasted passage" if doc_id is None else "this passage"
-        if not exposes:
+        if result.exact is None:  # pasted text under a result log: nobody can say where it would rank
+            where = f"{ranker_spec(rankings).name} is known only by its results: where it would rank the pasted passage is unknown"
+        elif not exposes:
             where = f"it does not show {'this' if doc_id is not None else 'the pasted'} passage in its top {n_qd}"
         else:
             where = f"this passage at rank {int(rank)}" if doc_id is not None else f"the pasted passage would rank {int(rank)}"

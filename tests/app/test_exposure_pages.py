@@ -300,6 +300,27 @@ def test_an_exposing_query_of_a_result_log_shows_the_logs_own_rows(at, tmp_path)
     assert shown["doc_id"].tolist() == ["d2", "d6"] and shown["target"].tolist() == ["", "◀ this passage"]
 
 
+def test_a_query_of_a_result_log_cannot_say_where_pasted_text_would_rank(at):
+    """A result log ranks no new text: a selected query shows the log's rows and says the pasted
+    passage's rank is unknown, never that the query does not show it."""
+    from eqi_core.store import ArtifactStore
+    from eqi_core.uploads import store_result_log
+
+    log = b"q1 Q0 d6 1 9.0 sys\nq1 Q0 d1 2 8.0 sys\nq2 Q0 d6 3 7.0 sys\nq2 Q0 d2 1 8.5 sys\n"
+    at.query_params["log"] = str(store_result_log(ArtifactStore(), "system.trec", log).resolve())
+    at.switch_page("pages/exposure.py").run()
+    at.radio(key="exp_source").set_value("Paste a new passage").run()
+    at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
+    at.session_state["exp_list_BM25-reverse"] = {"selection": {"rows": [0], "columns": []}}
+    at.run()
+    assert not at.exception, at.exception
+    heading = next(m.value for m in at.markdown if "shows**: its top 10" in m.value)
+    assert "is known only by its results: where it would rank the pasted passage is unknown" in heading
+    assert "does not show" not in heading
+    shown = next(d.value for d in at.dataframe if "target" in d.value.columns)
+    assert (shown["target"] == "").all() and len(shown)
+
+
 def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
     at.switch_page("pages/exposure.py").run()
     at.selectbox(key="exp_doc").set_value("d1").run()
