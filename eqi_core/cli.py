@@ -463,14 +463,15 @@ def exposure(
     compare: str | None = typer.Option(None, "--compare", help="also the exact exposing queries under this ranker "
                                        "(e.g. bm25): who keeps, gains and loses sight of the passage"),
     report: Path | None = typer.Option(None, "--report", help="also write the page's audit report (HTML, opens "
-                                       "offline): lists, RELQ, figures, and the comparison with --compare"),
+                                       "offline): lists, RELQ, figures, and what --show, --compare and --generate "
+                                       "add"),
     show: list[str] = typer.Option([], "--show", help="also what this logged query (an id; repeat --show) shows: its "
                                    "top 10, then the passage where deeper; pasted text among the collection's "
                                    "passages at its exact rank, as the page shows a selected query"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
-    from eqi_core.exposure.lookup import passage_exposure, patience_grids, what_a_query_shows
+    from eqi_core.exposure.lookup import passage_exposure, patience_grids, what_a_query_shows, what_a_query_shows_says
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
     from eqi_core.matching import with_shared_words, word_overlap_line
 
@@ -507,9 +508,13 @@ def exposure(
         else:
             typer.echo("(no logged query found: none shares a word with the passage after stop words and stemming)" if name == "BM25-reverse"
                        else "(no logged query found)")
-    for query_id in show:
-        typer.echo(f"## what {setup.collection.query_text[str(query_id)]!r} ({query_id}) shows")
-        typer.echo(what_a_query_shows(setup, pe, str(query_id)).to_string(index=False, max_colwidth=80))
+    this = ranker if run_file is None else run_file.name  # a log's file name (bm25.trec) is never a ranker id (bm25)
+    shown = []
+    for query_id in map(str, show):
+        query = setup.collection.query_text[query_id]
+        shown.append((query_id, query, what_a_query_shows_says(pe, query_id, this), what_a_query_shows(setup, pe, query_id)))
+        typer.echo(f"## what {query!r} ({query_id}) shows: {shown[-1][2]}")
+        typer.echo(shown[-1][3].to_string(index=False, max_colwidth=80))
     if patience:
         grids = patience_grids(pe, n_dq)
         if not grids:
@@ -517,15 +522,10 @@ def exposure(
         for name, grid in grids.items():
             typer.echo(f"## {name}: RELQ_RBP,RBP over patience (rows gamma_q->d, columns gamma_d->q)")
             typer.echo(grid.rename(index="{:g}".format, columns="{:g}".format).to_string(float_format="{:.3f}".format))
-    this = ranker if run_file is None else run_file.name  # a log's file name (bm25.trec) is never a ranker id (bm25)
-    change = line = other_setup = other_exact = None
+    change = line = other_setup = other_exact = g = None
     if compare is not None:
         change, line, other_setup, other_exact = _print_exposure_change(pe, this, compare, collection, n_qd, scheduler,
                                                                         passage, text)
-    if report is not None:
-        _write_exposure_report(report, pe, setup, this, compare, change, line, spec,
-                               {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq},
-                               other_setup, other_exact)
     if generate:
         from eqi_core.decoder.space import open_space
         from eqi_core.exposure.generative import generate_exposure
@@ -537,6 +537,10 @@ def exposure(
         typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries not in the log rank it in the top {n_qd} "
                    f"(exposure {g.logged_total} from the log, +{g.generated_total} from them)")
         typer.echo(g.candidates.to_string(index=False))
+    if report is not None:
+        _write_exposure_report(report, pe, setup, this, compare, change, line, spec,
+                               {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq},
+                               other_setup, other_exact, shown, g)
 
 
 def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int, scheduler: str | None,
@@ -621,8 +625,9 @@ def retrievability_command(
 
 
 def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, change, line: str | None, spec,
-                           settings: dict, other_setup=None, other_exact=None) -> None:
-    """``eqi exposure --report``: the Exposure page's audit report, written whole or not at all."""
+                           settings: dict, other_setup=None, other_exact=None, shown=(), generated=None) -> None:
+    """``eqi exposure --report``: the Exposure page's audit report, written whole or not at all; with
+    what each ``--show`` query shows and the ``--generate`` queries when asked for."""
     from eqi_core.exposure.audit import passage_retrievability
     from eqi_core.exposure.lookup import patience_grids
     from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
@@ -651,7 +656,8 @@ def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, 
     meta = {"collection": setup.collection.name, "collection fingerprint": setup.collection.fingerprint,
             "ranker": this, "passage": pe.doc_id or "(pasted text)", **settings, "methods": ", ".join(pe.lists),
             **({"compared with": other} if other else {})}
-    atomic_write(path, exposure_report(pe, meta, figures, retr, change=change, change_line=line or "").encode("utf-8"))
+    atomic_write(path, exposure_report(pe, meta, figures, retr, change=change, change_line=line or "", shown=shown,
+                                       generated=generated).encode("utf-8"))
     typer.echo(f"wrote the audit report to {path}")
 
 

@@ -60,9 +60,13 @@ def _page(title: str, meta: dict, body: list[str]) -> str:
 
 
 def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability: dict | None = None,
-                    change: pd.DataFrame | None = None, change_line: str = "") -> str:
+                    change: pd.DataFrame | None = None, change_line: str = "",
+                    shown: list[tuple[str, str, str, pd.DataFrame]] = (), generated=None) -> str:
     """Audit report for one passage: exact and approximate exposing queries, RELQ, charts; with
-    ``change`` (``exposure_change``), who keeps, gains and loses sight of it under another ranker."""
+    ``change`` (``exposure_change``), who keeps, gains and loses sight of it under another ranker;
+    with ``shown`` ((query id, query, ``what_a_query_shows_says``, ``what_a_query_shows``) each), what
+    the queries selected on the page (``eqi exposure --show``) show; with ``generated``
+    (``GeneratedExposure``), the decoded queries no log holds yet. What the auditor saw, in one file."""
     body = [f"<h2>Passage</h2><blockquote>{html.escape(readable(result.text))}</blockquote>"]
     for note in result.notes:
         body.append(f"<p class='note'>{html.escape(note)}</p>")
@@ -91,11 +95,32 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
     for name, frame in result.lists.items():
         listed = frame[["position", "query_id", "query", "score", "rank"]].astype({"rank": "Int64"})  # 1, not 1.0000
         body.append(f"<h2>{html.escape(name)}</h2>" + _table(listed))
+    for query_id, query, says, top in shown:
+        body.append(f"<h2>What “{html.escape(query)}” ({html.escape(query_id)}) shows</h2>"
+                    f"<p>{html.escape(says[0].upper() + says[1:])}.</p>" + _table(top))
     if change is not None:
         body.append(f"<h2>Under another ranker</h2><p>{html.escape(change_line)}</p>"
                     "<p class='note'>—: that ranker does not show the passage in its top results for the query.</p>"
                     + _table(change))
+    if generated is not None:
+        body.append(_generated_section(generated))
     return _page("Exposure audit report", meta, body)
+
+
+def _generated_section(g) -> str:
+    """Generative exposure as the page's "Queries no log holds yet" panel shows it: the three counts,
+    then every decoded query with the passage's exact rank for it."""
+    n = len(g.unseen_exposing)
+    table = g.candidates.assign(rank=g.candidates["rank"].map(lambda r: "—" if r == float("inf") else int(r)),
+                                in_log=g.candidates["in_log"].map({True: "yes", False: "no"}),
+                                exposes=g.candidates["exposes"].map({True: "yes", False: "no"}))
+    return ("<h2>Queries no log holds yet</h2>"
+            + "".join(f"<p class='note'>{html.escape(note)}</p>" for note in g.notes)
+            + f"<p><b>{n}</b> decoded {'query' if n == 1 else 'queries'} the log does not hold show this passage in "
+              f"{'its' if n == 1 else 'their'} top {g.n_qd}: exposure {g.logged_total:,} from the log, "
+              f"+{g.generated_total:,} from them ({g.logged_total + g.generated_total:,} in all).</p>"
+            + "<p class='note'>rank: the passage's exact rank for the decoded query (—: not retrieved).</p>"
+            + _table(table.rename(columns={"in_log": "in the log"})))
 
 
 def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, meta: dict, figures: list[go.Figure],

@@ -13,6 +13,7 @@ from eqi_core.exposure.lookup import (
     passage_exposure,
     patience_grids,
     what_a_query_shows,
+    what_a_query_shows_says,
 )
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
@@ -224,22 +225,14 @@ def picked_query():
     return None
 
 
+shown_query = None
 if result.lists or result.exact is not None:
     chosen_query = picked_query()
     if chosen_query is not None:
-        rank = chosen_query["rank"]
-        exposes = bool(np.isfinite(rank)) if rank is not None else False
         top = what_a_query_shows(setup, result, str(chosen_query["query_id"]), TOP_SHOWN)
-        deep = int(rank) if exposes else 0
-        this = "the pasted passage" if doc_id is None else "this passage"
-        if result.exact is None:  # pasted text under a result log: nobody can say where it would rank
-            where = f"{ranker_spec(rankings).name} is known only by its results: where it would rank the pasted passage is unknown"
-        elif not exposes:
-            where = f"it does not show {'this' if doc_id is not None else 'the pasted'} passage in its top {n_qd}"
-        else:
-            where = f"this passage at rank {int(rank)}" if doc_id is not None else f"the pasted passage would rank {int(rank)}"
-        st.markdown(f"**What “{literal(chosen_query['query'])}” shows**: its top {TOP_SHOWN}"
-                    + (f", then {this}" if deep > TOP_SHOWN else "") + f" ({where})")
+        says = what_a_query_shows_says(result, str(chosen_query["query_id"]), ranker_spec(rankings).name, TOP_SHOWN)
+        shown_query = (str(chosen_query["query_id"]), str(chosen_query["query"]), says, top)  # for the audit report
+        st.markdown(f"**What “{literal(chosen_query['query'])}” shows**: {literal(says)}")
         st.dataframe(top, hide_index=True, width="stretch", key="exp_query_top", column_config=result_columns(),
                      height=35 * (len(top) + 1) + 3)  # every row in view, the passage's last
         passage_text = text if doc_id is None else collection.display_text(doc_id) or ""
@@ -284,6 +277,7 @@ elif other is not None:
     st.download_button("CSV", change.to_csv(index=False).encode(), "exposure_change.csv", key="exp_change_csv")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
+generated = None
 st.subheader("Queries no log holds yet")
 if ranker_spec(rankings).build is None:
     st.caption("A result log cannot rank queries it does not hold: choose a ranker that runs here to decode new ones.")
@@ -307,7 +301,7 @@ else:
             st.error(str(exc))
     done = st.session_state.get("_exp_generated")
     if done and done[0] == wanted:
-        g = done[1]
+        generated = g = done[1]  # for the audit report too
         for note in g.notes:
             st.caption(note)
         k1, k2, k3 = st.columns(3)
@@ -384,5 +378,6 @@ meta = {"collection": collection.name, "collection fingerprint": collection.fing
         "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq, "methods": ", ".join(names)}
 if change is not None:
     meta["compared with"] = ranker_spec(other).name
-st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr, change, change_line),
+st.download_button("Audit report (HTML, opens offline)", exposure_report(result, meta, figures, retr, change, change_line,
+                                                                   [shown_query] if shown_query else [], generated),
                    f"exposure-report-{doc_id or 'pasted'}.html", "text/html", key="exp_report", type="primary")

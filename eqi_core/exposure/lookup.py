@@ -124,6 +124,20 @@ def what_a_query_shows(setup: ExposureSetup, result: PassageExposure, query_id: 
     return top.assign(passage=texts, target=np.where(here[top.index], f"◀ {this}", "")).reset_index(drop=True)
 
 
+def what_a_query_shows_says(result: PassageExposure, query_id: str, ranker_name: str, shown: int = 10) -> str:
+    """The line over ``what_a_query_shows``'s table ("its top 10, then this passage (this passage at
+    rank 34)"): where the query puts the audited passage, or why that is unknown (pasted text under a
+    result log). One wording for the page, ``eqi exposure --show`` and the audit report."""
+    this = "this passage" if result.doc_id is not None else "the pasted passage"
+    if result.exact is None:
+        return f"its top {shown} ({ranker_name} is known only by its results: where it would rank {this} is unknown)"
+    rank = dict(zip(result.exact["query_id"].astype(str), result.exact["rank"])).get(str(query_id))
+    if rank is None:
+        return f"its top {shown} (it does not show {this} in its top {result.n_qd})"
+    where = f"this passage at rank {int(rank)}" if result.doc_id is not None else f"the pasted passage would rank {int(rank)}"
+    return f"its top {shown}" + (f", then {this}" if rank > shown else "") + f" ({where})"
+
+
 def exact_exposure(setup: ExposureSetup, n_qd: int, doc_id: str | None = None, text: str | None = None,
                    emb: np.ndarray | None = None) -> tuple[pd.DataFrame | None, list[str]]:
     """The exact exposing queries of a passage of the collection (from the map) or of pasted text

@@ -157,8 +157,15 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
     assert change.set_index("query_id")[log_column].dropna().astype(int).to_dict() == {"q1": 1, "q2": 2}
 
 
-def test_generative_exposure_panel(at):
+def test_generative_exposure_panel(at, monkeypatch):
+    """Decoded queries no log holds, each ranked exactly; the audit report holds them as shown."""
+    import eqi_core.reports
+
+    reported = []
+    real_report = eqi_core.reports.exposure_report
+    monkeypatch.setattr(eqi_core.reports, "exposure_report", lambda *a: reported.append(a) or real_report(*a))
     at.switch_page("pages/exposure.py").run()
+    assert reported[-1][7] is None  # nothing decoded yet: no such section
     at.selectbox(key="exp_doc").set_value("d1").run()
     at.slider(key="exp_nqd").set_value(3).run()
     at.number_input(key="exp_gen_n").set_value(5).run()
@@ -169,6 +176,10 @@ def test_generative_exposure_panel(at):
     table = [d.value for d in at.dataframe if "origin" in d.value.columns][0]
     assert 1 <= len(table) <= 5 and table["its rank"].is_monotonic_increasing
     assert int(metrics["Unseen queries exposing it (top 3)"]) == int((table["exposes"] & ~table["in the log"]).sum())
+    generated = reported[-1][7]
+    assert generated.candidates["query"].tolist() == table["query"].tolist()
+    page = real_report(*reported[-1])
+    assert f"exposure {int(metrics['Exposure from the log']):,} from the log" in page.split("Queries no log holds yet")[1]
 
 
 def test_generative_exposure_of_pasted_text_counts_the_logs_exposure(at):
@@ -214,13 +225,18 @@ def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
     assert not charts()  # ...without the grid of the other setting
 
 
-def test_an_exposing_query_shows_what_stands_above_the_passage(at):
+def test_an_exposing_query_shows_what_stands_above_the_passage(at, monkeypatch):
     """Select an exposing query: its results under the ranker, down to the passage (marked), as
-    the ranker's own search gives them."""
+    the ranker's own search gives them; the audit report holds the same table under the same words."""
+    import eqi_core.reports
     from eqi_core.loaders import load_collection
     from eqi_core.rankers import build_ranker
     from eqi_core.store import ArtifactStore
+    from pages._text import literal
 
+    reported = []
+    real_report = eqi_core.reports.exposure_report
+    monkeypatch.setattr(eqi_core.reports, "exposure_report", lambda *a: reported.append(a) or real_report(*a))
     at.switch_page("pages/exposure.py").run()
     at.selectbox(key="exp_doc").set_value("d6").run()
     assert any("Select a query in any list above" in c.value for c in at.caption)
@@ -238,6 +254,10 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at):
     marked = shown[shown["target"] == "◀ this passage"]
     assert marked["doc_id"].tolist() == ["d6"] and marked["rank"].iloc[0] == exact["rank"].iloc[0]
     assert any(f"this passage at rank {exact['rank'].iloc[0]}" in m.value for m in at.markdown)
+    (query_id, query, says, top), = reported[-1][6]  # the report's "shown": the selected query, as on the page
+    assert query == exact["query"].iloc[0] and top.equals(shown)
+    assert any(m.value == f"**What “{literal(query)}” shows**: {literal(says)}" for m in at.markdown)
+    assert f"({query_id}) shows</h2><p>{says[0].upper() + says[1:]}.</p>" in real_report(*reported[-1])
     # why it shows it: the query's words in d6 ("Loans. a bank loan is money lent at interest ..."), as BM25 matches them
     assert exact["query"].iloc[0] == "bank loan interest"
     assert any(c.value.startswith("Words of “bank loan interest” in this passage") and c.value.endswith(
@@ -314,7 +334,7 @@ def test_a_query_of_a_result_log_cannot_say_where_pasted_text_would_rank(at):
     at.session_state["exp_list_BM25-reverse"] = {"selection": {"rows": [0], "columns": []}}
     at.run()
     assert not at.exception, at.exception
-    heading = next(m.value for m in at.markdown if "shows**: its top 10" in m.value)
+    heading = next(m.value for m in at.markdown if "shows**: its top 10" in m.value).replace("\\", "")  # as shown
     assert "is known only by its results: where it would rank the pasted passage is unknown" in heading
     assert "does not show" not in heading
     shown = next(d.value for d in at.dataframe if "target" in d.value.columns)

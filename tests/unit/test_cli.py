@@ -1,5 +1,7 @@
+import io
 import json
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -212,7 +214,7 @@ def test_exposure_compare_lists_each_rankers_exact_ranks():
     assert len(rows) == len(set(truth["bm25"]["query_id"]) | set(truth["minilm-l3-onnx"]["query_id"]))
 
 
-def test_exposure_show_prints_what_a_query_shows_with_pasted_text_at_its_exact_rank(monkeypatch, capsys):
+def test_exposure_show_prints_what_a_query_shows_with_pasted_text_at_its_exact_rank(monkeypatch, capsys, tmp_path):
     """--show QUERY_ID: the page's selected-query table; pasted text among the query's results at
     the rank of the exact list; an unknown id is one line, before anything is computed."""
     from eqi_core.exposure.lookup import exact_exposure
@@ -223,12 +225,23 @@ def test_exposure_show_prints_what_a_query_shows_with_pasted_text_at_its_exact_r
     text = "a loan from the bank with interest"
     exact, _ = exact_exposure(prepare_exposure(load_collection(TINY), "bm25", ArtifactStore()), 100, text=text)
     qid, rank = str(exact["query_id"].iloc[0]), int(exact["rank"].iloc[0])
-    out = runner.invoke(app, ["exposure", "--text", text, "-c", TINY, "-r", "bm25", "--no-heads", "--show", qid])
+    report = tmp_path / "report.html"
+    out = runner.invoke(app, ["exposure", "--text", text, "-c", TINY, "-r", "bm25", "--no-heads", "--show", qid,
+                              "--report", str(report)])
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
-    at = next(i for i, x in enumerate(lines) if x.startswith("## what ") and x.endswith(f"({qid}) shows"))
+    says = f"its top 10, then the pasted passage (the pasted passage would rank {rank})" if rank > 10 else \
+        f"its top 10 (the pasted passage would rank {rank})"
+    at = next(i for i, x in enumerate(lines) if x.startswith("## what ") and x.endswith(f"({qid}) shows: {says}"))
     marked = [x for x in lines[at + 2:] if x.endswith("◀ the pasted passage")]
     assert len(marked) == 1 and marked[0].split()[:2] == [str(rank), "(pasted)"]
+    # the audit report holds the same table under the same words
+    page = report.read_text(encoding="utf-8")
+    section = page.split(f"({qid}) shows</h2>")[1]
+    assert section.startswith(f"<p>{says[0].upper() + says[1:]}.</p>")
+    table = pd.read_html(io.StringIO(section), keep_default_na=False)[0]
+    assert table.loc[table["target"] == "◀ the pasted passage", "rank"].tolist() == [rank]
+    capsys.readouterr()  # the run above's progress bars (written past the runner), not this run's error
     monkeypatch.setattr("sys.argv", ["eqi", "exposure", "--text", text, "-c", TINY, "-r", "bm25", "--show", "nosuch"])
     with pytest.raises(SystemExit) as exc:
         main()
@@ -281,8 +294,6 @@ def test_exposure_lists_each_exact_querys_words_in_the_passage():
 
 def test_retrievability_lists_the_least_and_writes_every_passages_r(tmp_path):
     """r(d) from the CLI equals the exposure map's own count of queries ranking each passage in their top c."""
-    import pandas as pd
-
     from eqi_core.exposure.setup import prepare_exposure
     from eqi_core.loaders import load_collection
     from eqi_core.store import ArtifactStore

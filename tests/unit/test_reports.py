@@ -97,3 +97,27 @@ def test_coverage_report():
     assert "One query across rankers: q1" in page and "bank of a river" in page
     assert "&lt;b&gt;river&lt;/b&gt; bank" in page and "<b>river</b>" not in page  # data text escaped
     assert "&lt;NA&gt;" not in page and "<td>None</td>" not in page and "The 1 passage listed" in page
+
+
+def test_exposure_report_holds_what_the_auditor_looked_at(result):
+    """A selected query's results and the decoded queries no log holds go into the report as the page
+    shows them: the line over the table, the marked row, '—' for a decoded query that misses it."""
+    from eqi_core.exposure.generative import GeneratedExposure
+
+    top = pd.DataFrame({"rank": [1, 2], "doc_id": ["d4", "d1"], "score": [1.5, 1.25],
+                        "passage": ["Fishing.", "River bank."], "target": ["", "◀ this passage"]})
+    decoded = pd.DataFrame({"query": ["bank river", "shore"], "origin": ["between", "passage"],
+                            "rank": [2.0, float("inf")], "in_log": [False, False], "exposes": [True, False],
+                            "exposure": [2, 0]})
+    page = exposure_report(result, {}, [], shown=[("q1", "river <bank>", "its top 10 (this passage at rank 2)", top)],
+                           generated=GeneratedExposure(decoded, 3, 7))
+    section = page.split("<h2>What “river &lt;bank&gt;” (q1) shows</h2>")[1]
+    assert section.startswith("<p>Its top 10 (this passage at rank 2).</p>")
+    table = pd.read_html(io.StringIO(section), keep_default_na=False)[0]
+    assert table["target"].tolist() == ["", "◀ this passage"] and table["rank"].tolist() == [1, 2]
+    generated = page.split("<h2>Queries no log holds yet</h2>")[1]
+    assert "<b>1</b> decoded query the log does not hold show" in generated  # one of two exposes it
+    assert "exposure 7 from the log, +2 from them (9 in all)" in generated
+    rows = pd.read_html(io.StringIO(generated), keep_default_na=False)[0]
+    assert rows["rank"].astype(str).tolist() == ["2", "—"] and rows["in the log"].tolist() == ["no", "no"]
+    assert page.index("shows</h2>") < page.index("Queries no log holds yet")  # the page's order
