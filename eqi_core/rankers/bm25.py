@@ -1,7 +1,7 @@
 """BM25 via bm25s (Lucene scoring), English stop words and Snowball stemming."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import bm25s
@@ -129,6 +129,7 @@ class BM25WithNewPassage:
     query_tokens: list[list[int]]
     k1: float = 0.9
     b: float = 0.4
+    _last: tuple | None = field(default=None, init=False, repr=False, compare=False)  # (passage key, index)
 
     @classmethod
     def prepare(cls, passage_texts: list[str], query_texts: list[str], k1: float = 0.9, b: float = 0.4) -> BM25WithNewPassage:
@@ -160,10 +161,17 @@ class BM25WithNewPassage:
         return out
 
     def _with(self, new: list[int], fresh: dict[str, int]) -> bm25s.BM25:
-        """The collection's index with the passage ``new`` appended (its last row)."""
+        """The collection's index with the passage ``new`` appended (its last row). The last one is
+        kept: the page asks for the same pasted passage's exposure, then what a selected query shows,
+        on every rerun (1.3 s a build on WordNet's 117,659 glosses; milliseconds to score)."""
+        key = (tuple(new), tuple(sorted(fresh.items())))
+        last = self._last  # one read: another session may replace it meanwhile
+        if last is not None and last[0] == key:
+            return last[1]
         retriever = bm25s.BM25(k1=self.k1, b=self.b)
         vocab = {**self.tokenizer.get_vocab_dict(), **fresh}  # ids 0..V-1: bm25s sizes its arrays by the vocabulary
         retriever.index((self.passage_tokens + [new], vocab), show_progress=False)
+        self._last = (key, retriever)
         return retriever
 
     def top(self, text: str, query: int, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -83,6 +83,26 @@ def test_bm25_top_with_a_pasted_passage_is_the_grown_collections_ranking(tiny):
     assert checked
 
 
+def test_bm25_with_a_pasted_passage_indexes_each_text_once_and_never_serves_another(tiny, monkeypatch):
+    """The page asks for a pasted passage's exposure, then what a selected query shows, on every
+    rerun: the grown index is built once for the same text, and another text gets its own."""
+    import bm25s
+
+    docs, log = tiny.passage_texts(), tiny.queries["text"].tolist()
+    grown = BM25WithNewPassage.prepare(docs, log)
+    built = []
+    real_index = bm25s.BM25.index
+    monkeypatch.setattr(bm25s.BM25, "index", lambda self, *a, **k: built.append(1) or real_index(self, *a, **k))
+    first, other = "the river bank gave a zebra a loan", "a piano keyboard on the river bank"
+    for text in (first, first, other, first):
+        for i, query in enumerate(log):
+            ref = bm25_reference(docs + [text], query)
+            want = [j for j in sorted(range(len(ref)), key=lambda j: (-ref[j], j)) if ref[j] > 0][:5]
+            assert grown.top(text, i, 5)[0].tolist() == want, (text, query)
+        grown.exposing(text, n=3)
+    assert len(built) == 3  # first, other, first again: one build each time the text changes
+
+
 def test_bm25_ties_at_the_cut_go_to_the_lower_index_and_many_rows_match_one_by_one():
     """Five identical passages tie; the top 3 are the first three, whatever the CPU (bm25s's own
     partition chose among ties), and a batch of texts gets what each text gets alone."""
