@@ -102,6 +102,11 @@ class Run:
         """The same run re-ranked by trec_eval's rule: score desc, then doc_id desc."""
         return Run(self.name, _rank_by_score(self.frame[["query_id", "doc_id", "score"]]), dict(self.meta))
 
+    def query_in_trec_eval_order(self, query_id: str) -> pd.DataFrame:
+        """One query's list re-ranked by trec_eval's rule: ``trec_eval_order().for_query(query_id)``
+        without sorting every other query's (1.3M rows a run on WordNet: the drill-down's 3 s)."""
+        return _rank_by_score(self.for_query(query_id)[["query_id", "doc_id", "score"]])
+
     # -- writing -----------------------------------------------------------------------------
     def to_trec(self, path: str | Path, tag: str | None = None) -> Path:
         """Write a TREC 6-column run file atomically."""

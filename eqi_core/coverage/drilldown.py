@@ -15,7 +15,7 @@ def side_by_side(runs: dict[str, Run], judgments: dict[str, int], query_id: str,
     """Rows = rank 1..k; per ranker a doc_id column and a grade column (NaN = unjudged)."""
     out = pd.DataFrame({"rank": range(1, k + 1)})
     for name, run in runs.items():
-        top = run.trec_eval_order().for_query(query_id).head(k)
+        top = run.query_in_trec_eval_order(query_id).head(k)
         docs = list(top["doc_id"]) + [None] * (k - len(top))
         out[name] = docs
         out[f"{name} grade"] = [judgments.get(d) if d is not None else None for d in docs]
@@ -27,7 +27,7 @@ def passage_ranks(runs: dict[str, Run], query_id: str, doc_id: str) -> pd.DataFr
     passage read in the side-by-side can be followed into every other ranker's list."""
     rows = []
     for name, run in runs.items():
-        listed = run.trec_eval_order().for_query(query_id)["doc_id"].to_numpy()
+        listed = run.query_in_trec_eval_order(query_id)["doc_id"].to_numpy()
         hits = np.flatnonzero(listed == doc_id)
         rows.append({"ranker": name, "rank": f"{hits[0] + 1}" if len(hits) else f"not in its top {len(listed):,}"})
     return pd.DataFrame(rows, columns=["ranker", "rank"])
@@ -49,7 +49,7 @@ def listed_passages(runs: dict[str, Run], judgments: dict[str, int], query_id: s
     """Every passage some ranker lists in its top k for one query, once: its grade, its rank in every
     ranker's full list (empty where a run stops before it) and its text (cut at ``chars``), the
     highest grade first, then the best rank. The side-by-side's ids, readable on paper."""
-    listed = {name: run.trec_eval_order().for_query(query_id)["doc_id"].tolist() for name, run in runs.items()}
+    listed = {name: run.query_in_trec_eval_order(query_id)["doc_id"].tolist() for name, run in runs.items()}
     ranks = {name: {d: i + 1 for i, d in reversed(list(enumerate(docs)))} for name, docs in listed.items()}
     shown = list(dict.fromkeys(d for docs in listed.values() for d in docs[:k]))
     rows = []

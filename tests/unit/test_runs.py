@@ -28,6 +28,18 @@ def test_trec_eval_tie_break_and_tie_count():
     assert list(run.trec_eval_order().frame["doc_id"]) == ["b", "c", "a"]
 
 
+def test_one_querys_trec_eval_order_is_the_whole_runs_for_that_query():
+    """The drill-down re-ranks one query's list, not the whole run: the same rows, ranks and ties."""
+    frame = pd.DataFrame({"query_id": ["q2", "q1", "q1", "q2", "q1", "q2"], "doc_id": ["x", "a", "c", "y", "b", "z"],
+                          "rank": [1, 1, 2, 2, 3, 3], "score": [0.5, 1.0, 1.0, 0.9, 2.0, 0.5]})
+    run = Run("r", frame)
+    for query_id in ("q1", "q2", "q3"):
+        whole = run.trec_eval_order().for_query(query_id).reset_index(drop=True)
+        pd.testing.assert_frame_equal(run.query_in_trec_eval_order(query_id), whole)
+    assert run.query_in_trec_eval_order("q1")["doc_id"].tolist() == ["b", "c", "a"]
+    assert run.query_in_trec_eval_order("q2")[["doc_id", "rank"]].values.tolist() == [["y", 1], ["z", 2], ["x", 3]]
+
+
 def test_file_order_kept_and_ranks_renumbered(tmp_path):
     f = tmp_path / "r.trec"
     f.write_text("q1 Q0 x 5 1.0 t\nq1 Q0 y 9 1.0 t\nq2 Q0 z 1 3 t\n", encoding="utf-8")
