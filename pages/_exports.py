@@ -22,14 +22,21 @@ def clicked_data(event) -> list | None:
 
 
 def figure_downloads(fig, name: str, key: str) -> None:
-    """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked; self-contained HTML."""
+    """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked; self-contained HTML.
+    ``fig``: the figure, or a function that makes it (only when clicked), where the export differs
+    from the figure on screen and costs time to build."""
     from eqi_core.coverage.export import SLIDE_SCALE, figure_html, figure_image
 
+    made = fig if callable(fig) else lambda: fig
+
+    def image(kind: str, **scale):
+        figure = made()
+        return figure_image(figure, kind, width=1000, height=figure.layout.height or 420, **scale)
+
     row = st.container(horizontal=True)  # flows in a half-width column as in a full-width one
-    size = {"width": 1000, "height": fig.layout.height or 420}
-    row.download_button("PNG", lambda: figure_image(fig, "png", scale=SLIDE_SCALE, **size), f"{name}.png", "image/png",
-                       key=f"{key}_png", icon=":material/image:")
-    row.download_button("SVG", lambda: figure_image(fig, "svg", **size), f"{name}.svg", "image/svg+xml",
-                       key=f"{key}_svg", icon=":material/draw:")
-    row.download_button("HTML", lambda: figure_html(fig), f"{name}.html", "text/html", key=f"{key}_html",
-                       icon=":material/code:")
+    row.download_button("PNG", lambda: image("png", scale=SLIDE_SCALE), f"{name}.png", "image/png",
+                        key=f"{key}_png", icon=":material/image:")
+    row.download_button("SVG", lambda: image("svg"), f"{name}.svg", "image/svg+xml",
+                        key=f"{key}_svg", icon=":material/draw:")
+    row.download_button("HTML", lambda: figure_html(made()), f"{name}.html", "text/html", key=f"{key}_html",
+                        icon=":material/code:")

@@ -65,3 +65,14 @@ def test_coverage_page_on_dl19(dashboard, page):
     qid = next(q for q in rows[len(rows) // 2:] if not query_box.input_value().startswith(f"{q}:"))  # not the open one
     click_plotly_cell(page, heat, rankers[0], qid)
     expect(query_box).to_have_value(re.compile(f"^{qid}: "), timeout=60_000)
+    # the heatmap's export is made when clicked, without the on-screen click hint
+    with page.expect_download(timeout=120_000) as download:
+        page.locator(".st-key-dl_fig_heat_html button").click()
+    exported = download.value.path().read_text(encoding="utf-8")
+    assert "per query and ranker" in exported and "click: this query across rankers" not in exported
+    # the comparison report is made when its button is clicked (not on every rerun): the query drilled into is in it
+    wait_until_idle(page)
+    with page.expect_download(timeout=120_000) as download:
+        page.get_by_role("button", name="Comparison report (HTML, opens offline)").click()
+    report = download.value.path().read_text(encoding="utf-8")
+    assert "<h1>Ranker coverage report</h1>" in report and f"One query across rankers: {qid}</h2>" in report
