@@ -740,6 +740,56 @@ def bench_first_visit(baseline: bool = True, timeout_s: float = 900, others: boo
     return out
 
 
+PAGES = ("collection", "exposure", "exposure_eval", "latent", "suggestions", "coverage")
+
+
+def _not_bare_mode_note(record) -> bool:
+    return "missing ScriptRunContext" not in record.getMessage()
+
+
+def bench_reruns(pages: tuple[str, ...] = PAGES, reruns: int = 5) -> dict:
+    """What a user waits after each click on a page already open: every page of the dashboard as it
+    opens on the default collection (Streamlit's AppTest, the server's own script runner, no
+    browser), the first run, then ``reruns`` reruns with nothing changed (a widget's click reruns
+    the whole script, so this is the floor of every interaction). Baseline in the same run: the
+    rerun of a one-line page, the framework's own cost. Warm the store first (``make run`` once):
+    a first run that builds indexes measures the build."""
+    import logging
+
+    from streamlit.testing.v1 import AppTest
+
+    from eqi_core.dashboard import ROOT
+
+    # "missing ScriptRunContext" on each bare-mode call: Streamlit's own note, to be ignored (it says); a
+    # filter, since Streamlit sets its loggers' levels again when AppTest loads its config
+    note = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    if _not_bare_mode_note not in note.filters:
+        note.addFilter(_not_bare_mode_note)
+
+    def timed(at: AppTest) -> float:
+        start = time.perf_counter()
+        at.run()
+        return time.perf_counter() - start
+
+    floor = AppTest.from_string("import streamlit as st\nst.write('one line')", default_timeout=60)
+    timed(floor)
+    base = [timed(floor) for _ in range(reruns)]
+    out: dict = {"benchmark": "reruns", "baseline": "a one-line page's rerun (Streamlit's own cost)",
+                 "baseline_rerun_s": {"median": round(float(np.median(base)), 3)}, "pages": {}}
+    for name in pages:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
+        at.run()
+        start = time.perf_counter()
+        at.switch_page(f"pages/{name}.py").run()
+        first = time.perf_counter() - start
+        if at.exception:
+            raise RuntimeError(f"page {name}: {at.exception[0].message}")
+        again = [timed(at) for _ in range(reruns)]
+        out["pages"][name] = {"first_run_s": round(first, 2), "rerun_s": {"median": round(float(np.median(again)), 3),
+                                                                           "max": round(max(again), 3)}}
+    return {**out, **machine()}
+
+
 def latency_queries(heldout_query_ids, query_ids, n: int, seed: int = 0) -> list[str]:
     """``n`` queries to time decoding on: the held-out ones first (in a seeded order), then, where
     there are fewer, the collection's others: DL19 holds out 3 of its 43 queries, and a p50 and

@@ -1798,6 +1798,23 @@ def bench_all_cmd(
         raise typer.Exit(1)
 
 
+@bench_app.command("reruns")
+def bench_reruns_cmd(
+    page: list[str] = typer.Option([], "--page", help="only this page (repeat): collection, exposure, exposure_eval, "
+                                   "latent, suggestions, coverage"),
+    reruns: int = typer.Option(5, "--reruns", min=1, help="reruns timed on each page"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """What a user waits after each click: every page's first run and reruns on the default collection,
+    against a one-line page's rerun (run the dashboard once first, so the store is warm)."""
+    from eqi_core.bench import PAGES, bench_reruns
+
+    unknown = [p for p in page if p not in PAGES]
+    if unknown:
+        raise DataError(f"--page {unknown[0]}: expected one of {', '.join(PAGES)}")
+    _echo_json(bench_reruns(tuple(page) or PAGES, reruns), output)
+
+
 @bench_app.command("first-visit")
 def bench_first_visit_cmd(
     baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="also measure with every vector encoded here"),

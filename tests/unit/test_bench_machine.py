@@ -147,3 +147,23 @@ def test_decoder_latency_queries_are_the_held_out_ones_first_then_the_others():
     many = latency_queries([f"q{i}" for i in range(8)], every, 3, seed=1)
     assert len(many) == 3 and set(many) <= {f"q{i}" for i in range(8)}  # enough held out: only those
     assert sorted(latency_queries([], every, 20)) == every  # none held out, fewer than n: all of them
+
+
+def test_bench_reruns_times_each_pages_first_run_and_reruns_against_a_one_line_page(monkeypatch, capsys):
+    """`eqi bench reruns`: the JSON names each page asked for with its first run and its reruns, and the
+    framework's floor measured in the same run; a page name that is not one is one line, before any work."""
+    from eqi_core.bench import bench_reruns
+    from eqi_core.cli import main
+
+    out = bench_reruns(("exposure_eval",), reruns=2)
+    timing = out["pages"]["exposure_eval"]
+    assert list(out["pages"]) == ["exposure_eval"] and timing["first_run_s"] >= 0
+    assert 0 < timing["rerun_s"]["median"] <= timing["rerun_s"]["max"]
+    assert out["baseline_rerun_s"]["median"] > 0 and out["cpu"]["cores"] >= 1
+    capsys.readouterr()
+    monkeypatch.setattr("sys.argv", ["eqi", "bench", "reruns", "--page", "exposures"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == ("error: --page exposures: expected one of collection, exposure, "
+                                               "exposure_eval, latent, suggestions, coverage")
