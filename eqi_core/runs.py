@@ -172,7 +172,7 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
     else:
         import io
 
-        text = read_text(path, data)
+        text = read_text(path, data, "a result log (qid, docid, rank[, score] rows)")
         if not text.strip():
             raise DataError(f"{path}: the file is empty; expected qid, docid, rank[, score] rows")
         sep = "," if path.suffix.lower() == ".csv" else "\t"

@@ -17,6 +17,7 @@ import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
+from eqi_core.loaders.text_files import require_file
 from eqi_core.runs import Run, read_run
 from eqi_core.store import file_sha256
 
@@ -33,10 +34,7 @@ def result_log_id(path: str | Path) -> str:
 
 
 def result_log_path(ranker_id: str) -> Path:
-    path = Path(ranker_id[len(PREFIX):]).expanduser()
-    if not path.is_file():
-        raise DataError(f"{path}: result log not found; expected a TREC run or a TSV/CSV/Parquet file")
-    return path
+    return require_file(ranker_id[len(PREFIX):], "a result log (a TREC run or a TSV/CSV/Parquet file)")
 
 
 def result_log_digest(ranker_id: str) -> str:

@@ -18,6 +18,7 @@ from eqi_core.collection import Collection
 from eqi_core.errors import DataError
 from eqi_core.loaders.text_files import iter_jsonl, read_text
 
+QUERY_LOG_FILE = "a query log (qid<TAB>text[<TAB>count], CSV or JSONL)"
 _ID = ("qid", "query_id", "query-id", "_id", "id")
 _TEXT = ("text", "query", "question")
 
@@ -38,7 +39,7 @@ def _columns(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     """query_id, text[, count] of a query log file; bad rows are one-line errors naming the row."""
     path = Path(path)
-    text = read_text(path, data)
+    text = read_text(path, data, QUERY_LOG_FILE)
     if not text.strip():
         raise DataError(f"{path}: the query log is empty; expected one query per line")
     suffix = path.suffix.lower()

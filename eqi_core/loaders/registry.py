@@ -13,6 +13,8 @@ from eqi_core.errors import DataError
 from eqi_core.loaders.beir import is_beir_dir, load_beir
 from eqi_core.loaders.irds import load_irds
 from eqi_core.loaders.msmarco import is_msmarco_dir, load_msmarco
+from eqi_core.loaders.query_log import QUERY_LOG_FILE
+from eqi_core.loaders.text_files import require_file
 from eqi_core.loaders.wordnet import DEFAULT_SYNSETS, find_wordnet_dir, load_wordnet, source_signature
 from eqi_core.store import ArtifactStore
 
@@ -81,9 +83,7 @@ def _signature(spec: CollectionSpec) -> dict:
     if spec.log:
         from dataclasses import replace
 
-        log = Path(spec.log).expanduser()
-        if not log.is_file():
-            raise DataError(f"{log}: query log not found")
+        log = require_file(spec.log, QUERY_LOG_FILE)
         return {**_signature(replace(spec, log=None)), "log": [str(log), log.stat().st_size, int(log.stat().st_mtime)]}
     if spec.kind == "wordnet":
         d = find_wordnet_dir()
@@ -101,9 +101,7 @@ def _load_uncached(spec: CollectionSpec) -> Collection:
 
         from eqi_core.loaders.query_log import read_query_log, with_query_log
 
-        log = Path(spec.log).expanduser()
-        if not log.is_file():
-            raise DataError(f"{log}: query log not found")
+        log = require_file(spec.log, QUERY_LOG_FILE)
         return with_query_log(_load_uncached(replace(spec, log=None)), read_query_log(log), log.name)
     if spec.kind == "wordnet":
         return load_wordnet(None if spec.location == "full" else int(spec.location))

@@ -13,9 +13,18 @@ from eqi_core.errors import DataError
 MAX_LINE_CHARS = 2_000_000
 
 
-def read_text(path: str | Path, data: bytes | None = None) -> str:
-    """Decode a file as UTF-8 (BOM allowed); invalid bytes are reported with their line."""
-    raw = data if data is not None else Path(path).read_bytes()
+def require_file(path: str | Path, what: str) -> Path:
+    """``path`` when it is a file; else one line saying it is missing or a folder, and what was expected."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataError(f"{path}: {'a folder' if path.is_dir() else 'no such file'}; expected {what}")
+    return path
+
+
+def read_text(path: str | Path, data: bytes | None = None, what: str = "a UTF-8 text file") -> str:
+    """Decode a file as UTF-8 (BOM allowed); invalid bytes are reported with their line, a missing
+    file or a folder in one line saying what was expected."""
+    raw = data if data is not None else require_file(path, what).read_bytes()
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -38,7 +47,7 @@ def read_columns(
     ``header_first``: if the first line's first field equals this, it is a header and skipped.
     ``numeric``: column -> 'int' or 'float'; a bad value is reported with its line number.
     """
-    text = read_text(path, data)
+    text = read_text(path, data, f"a file of lines '{what}'")
     if not text.strip():
         raise DataError(f"{path}: the file is empty; expected {what}")
     skip = 0
@@ -99,7 +108,7 @@ def _raise_first_bad_line(path, text: str, ncols: int, expected: str, sep: str) 
 
 def iter_jsonl(path: str | Path, data: bytes | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line; a bad line raises a DataError naming it."""
-    text = read_text(path, data)
+    text = read_text(path, data, "a JSON Lines file (one JSON object per line)")
     if not text.strip():
         raise DataError(f"{path}: the file is empty; expected one JSON object per line")
     for lineno, line in enumerate(text.split("\n"), start=1):

@@ -17,7 +17,7 @@ def read_qrels(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     given and treated as non-relevant by the measures.
     """
     path = Path(path)
-    text = read_text(path, data)
+    text = read_text(path, data, "a qrels file (query-id, corpus-id, score per line)")
     first = next((line_ for line_ in text.split("\n") if line_.strip()), "")
     header = first.lower().startswith(("query-id", "query_id", "qid"))
     lines = text.split("\n")

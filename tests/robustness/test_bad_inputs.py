@@ -146,3 +146,22 @@ def test_cli_bad_input_is_one_line(tmp_path, monkeypatch, capsys):
         main()
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and err.startswith("error: ") and "line 3: not valid JSON" in err and "\n" not in err
+
+
+@pytest.mark.parametrize("args", [["tasc", "--run", "{missing}"], ["tasc", "--run", "{folder}"],
+                                  ["tasc", "-c", "beir:{tiny}", "-r", "bm25", "-r", "minilm-l3-onnx", "--qrels", "{folder}"],
+                                  ["exposure", "d1", "-c", "beir:{tiny}", "--run", "{folder}"],
+                                  ["--log", "{folder}", "search", "bank", "-c", "beir:{tiny}"]])
+def test_a_missing_file_or_a_folder_given_for_a_file_is_one_line(tmp_path, monkeypatch, capsys, args):
+    """A path that is not a file (a typo, or its folder) is one line naming it, not a traceback."""
+    from eqi_core.cli import main
+    from tests.conftest import TINY_BEIR
+
+    paths = {"missing": tmp_path / "nosuch.trec", "folder": tmp_path, "tiny": TINY_BEIR}
+    monkeypatch.setattr("sys.argv", ["eqi", *(a.format(**paths) for a in args)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exc.value.code == 2 and err.startswith("error: ") and "Traceback" not in err
+    assert err.startswith(f"error: {paths['missing' if '{missing}' in args else 'folder']}: ")
+    assert ("no such file; expected a" if "{missing}" in args else "a folder; expected a") in err
