@@ -1184,6 +1184,10 @@ def suggest_cmd(
         raise DataError(f"--model {model!r}: expected one of {', '.join(CHOICES)}")
     if ranker is not None:
         ranker_spec(ranker)  # an unknown ranker fails here, in one line
+    if suggester is not None:
+        from eqi_core.suggestion.model import read_suggester_card
+
+        read_suggester_card(suggester)  # a mistyped folder too, before the collection's space is opened
     space, _ = _suggestion_space(collection, encoder, exclude_heldout=False)
     _warn_language(space)
     _warn_typed(space, query, "query")

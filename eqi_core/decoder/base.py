@@ -59,6 +59,16 @@ class DecoderError(DataError):
     """A decoder cannot be used as asked (wrong encoder, bad checkpoint): a one-line message."""
 
 
+def card_of(folder, what: str, example: str):
+    """``folder``/card.json when it is there; else one line naming the folder and what it should hold."""
+    from pathlib import Path
+
+    path = Path(folder) / "card.json"
+    if not path.is_file():
+        raise DecoderError(f"{folder}: no card.json; expected {what} folder (card.json and its weights, as {example})")
+    return path
+
+
 _WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, dedupe, detokenize, function_words, stutters, words
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, card_of, dedupe, detokenize, function_words, stutters, words
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.corpus import QUERY_KINDS
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
@@ -447,7 +447,7 @@ class NaturalDecoderModel:
 
 
 def read_natural_card(folder: Path) -> dict:
-    path = Path(folder) / CARD
+    path = card_of(folder, "a natural decoder", "assets/decoders/natural-minilm-l6")
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
         BertDecoderConfig(**card["config"])

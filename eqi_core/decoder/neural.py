@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from eqi_core.decoder.base import Candidate, DecoderError, EncoderBinding, as_matrix, dedupe, detokenize
+from eqi_core.decoder.base import Candidate, DecoderError, EncoderBinding, as_matrix, card_of, dedupe, detokenize
 
 WEIGHTS = "decoder.safetensors"
 CARD = "card.json"
@@ -263,7 +263,7 @@ def save_decoder(model: PrefixDecoder, folder: Path, card: dict, half: bool = Tr
 
 
 def read_card(folder: Path) -> dict:
-    path = Path(folder) / CARD
+    path = card_of(folder, "a decoder", "assets/decoders/natural-minilm-l6")
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
         if card.get("config", {}).get("arch"):  # the natural decoder's card

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (the torch convention)
 from torch import nn
 
-from eqi_core.decoder.base import DecoderError, repeats_a_content_word, stutters, uses_known_words, words
+from eqi_core.decoder.base import DecoderError, card_of, repeats_a_content_word, stutters, uses_known_words, words
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.store import ArtifactStore, atomic_path
@@ -286,7 +286,7 @@ def save_suggester(head: SuggestionHead, folder: Path, card: dict) -> None:
 
 
 def read_suggester_card(folder: Path) -> dict:
-    path = Path(folder) / CARD
+    path = card_of(folder, "a suggester", "assets/suggesters/prf-minilm-l6")
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
         cfg = SuggesterConfig(**card["config"])

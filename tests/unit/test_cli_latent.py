@@ -89,7 +89,7 @@ def test_exposure_map_in_process():
     (["traverse", "river bank", "-c", TINY, "-k", "99"], "K = 99"),
     (["traverse", "zebra stripes", "-c", TINY], "no judged passage"),
     (["traverse", "river bank", "-c", TINY, "-r", "nope"], "ranker 'nope': unknown"),
-    (["decode", "text", "-c", TINY, "--decoder", "/no/such/decoder"], "not a decoder card"),
+    (["decode", "text", "-c", TINY, "--decoder", "/no/such/decoder"], "/no/such/decoder: no card.json; expected a decoder folder"),
     (["eval-decoder", "-c", TINY], "no held-out queries"),
     (["exposure-map", "-c", TINY, "-r", "bm25", "--passage-shards", "2", "--engine", "inprocess"], "BM25 maps shard queries only"),
     (["exposure-map", "-c", TINY, "--engine", "spark"], "engine 'spark'"),

@@ -188,6 +188,8 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
 @pytest.mark.parametrize("argv,message", [
     (["suggest", "", "-c", TINY], "query: empty"),
     (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
+    (["suggest", "river bank", "-c", TINY, "--suggester", "/nonexistent/s"],
+     "/nonexistent/s: no card.json; expected a suggester folder"),
     (["suggest", "river bank", "-c", TINY, "--ranker", "nope"], "ranker 'nope': unknown"),
     (["rescore-suggestions", "/nonexistent/lists.jsonl", "-c", TINY], "/nonexistent/lists.jsonl: not a lists.jsonl"),
     (["rescore-suggestions", __file__, "-c", TINY], "not a lists.jsonl of eqi eval-suggestions"),
@@ -197,9 +199,9 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["eval-suggestions", "-c", TINY, "--only", "prf,nope"], "--only prf,nope: expected some of rm3, feedback-term, random-term, sampling"),
     (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
-    (["eval-suggestions", "-c", TINY, "--decoder", "/nonexistent/dec"], "/nonexistent/dec/card.json: not a natural decoder card"),
+    (["eval-suggestions", "-c", TINY, "--decoder", "/nonexistent/dec"], "/nonexistent/dec: no card.json; expected a natural decoder folder"),
     (["train-suggestion-ranker", "-c", TINY, "--decoder", "/nonexistent/dec"],
-     "/nonexistent/dec/card.json: not a natural decoder card"),
+     "/nonexistent/dec: no card.json; expected a natural decoder folder"),
     (["eval-suggestions", "-c", TINY, "--decoder", "assets/decoders/natural-minilm-l6", "--write-card",
       "assets/suggesters/prf-minilm-l6"], "the suggesters' cards hold the table of the decoder they name"),
 ])
