@@ -116,8 +116,9 @@ def _generated_section(g) -> str:
                                 exposes=g.candidates["exposes"].map({True: "yes", False: "no"}))
     return ("<h2>Queries no log holds yet</h2>"
             + "".join(f"<p class='note'>{html.escape(note)}</p>" for note in g.notes)
-            + f"<p><b>{n}</b> decoded {'query' if n == 1 else 'queries'} the log does not hold show this passage in "
-              f"{'its' if n == 1 else 'their'} top {g.n_qd}: exposure {g.logged_total:,} from the log, "
+            + f"<p><b>{n}</b> decoded {'query' if n == 1 else 'queries'} the log does not hold "
+              f"{'shows' if n == 1 else 'show'} this passage in {'its' if n == 1 else 'their'} top {g.n_qd}: "
+              f"exposure {g.logged_total:,} from the log, "
               f"+{g.generated_total:,} from them ({g.logged_total + g.generated_total:,} in all).</p>"
             + "<p class='note'>rank: the passage's exact rank for the decoded query (—: not retrieved).</p>"
             + _table(table.rename(columns={"in_log": "in the log"})))

@@ -116,7 +116,7 @@ def test_exposure_report_holds_what_the_auditor_looked_at(result):
     table = pd.read_html(io.StringIO(section), keep_default_na=False)[0]
     assert table["target"].tolist() == ["", "◀ this passage"] and table["rank"].tolist() == [1, 2]
     generated = page.split("<h2>Queries no log holds yet</h2>")[1]
-    assert "<b>1</b> decoded query the log does not hold show" in generated  # one of two exposes it
+    assert "<b>1</b> decoded query the log does not hold shows this passage in its top 3" in generated  # 1 of 2
     assert "exposure 7 from the log, +2 from them (9 in all)" in generated
     rows = pd.read_html(io.StringIO(generated), keep_default_na=False)[0]
     assert rows["rank"].astype(str).tolist() == ["2", "—"] and rows["in the log"].tolist() == ["no", "no"]
