@@ -235,6 +235,28 @@ def stutters(text: str) -> bool:
     return any(a == b and not _SPACED_DOTS.fullmatch(a) for a, b in zip(tokens, tokens[1:]))
 
 
+# words no phrase ends on: articles, possessives, most prepositions and the conjunctions (not "in", "on",
+# "up" or "to", which end phrasal verbs: "log in", "turn on")
+DANGLING = frozenset({"a", "an", "the", "of", "and", "or", "but", "nor", "with", "from", "for", "by", "between", "among",
+                      "than", "whose", "which", "its", "their", "his", "her", "our", "your", "my", "both", "either",
+                      "neither", "such", "as", "into", "onto", "via", "per", "including", "during", "because", "while",
+                      "if", "whether", "although", "though"})
+_TRAILING = ",;:-–—("
+
+
+def without_dangling_end(text: str) -> str:
+    """``text`` without the words it cannot end on ("a greenhouse of gas resulting from the emission
+    of", "... and both": ``DANGLING``) and a trailing comma, colon or dash: a nucleus sample cut at the
+    decoder's length, or a fragment like the cut sentences it learned from. The first word always
+    stays; whitespace is tidied."""
+    tokens = text.split()
+    while len(tokens) > 1 and (tokens[-1].lower().rstrip(_TRAILING) in DANGLING or not tokens[-1].strip(_TRAILING)):
+        tokens.pop()
+    if tokens and len(tokens[-1]) > 1:
+        tokens[-1] = tokens[-1].rstrip(_TRAILING) or tokens[-1]
+    return " ".join(tokens)
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer  # PyStemmer: the Snowball stemmer BM25 uses

@@ -33,7 +33,16 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (the torch convention)
 from torch import nn
 
-from eqi_core.decoder.base import DecoderError, card_of, repeats_a_content_word, stutters, uses_known_words, words
+from eqi_core.decoder.base import (
+    DecoderError,
+    card_of,
+    content_words,
+    repeats_a_content_word,
+    stutters,
+    uses_known_words,
+    without_dangling_end,
+    words,
+)
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 from eqi_core.store import ArtifactStore, atomic_path
@@ -467,14 +476,18 @@ def real_word_test(collection) -> Callable[[str], bool]:
 
 def _fluent(pool: list[str], query: str) -> list[str]:
     """Distinct candidates other than the query that repeat no content word and say no token twice in a
-    row ("other other"), whitespace tidied."""
+    row ("other other"), whitespace tidied, none ending on a word no phrase ends on ("... the emission
+    of": ``without_dangling_end``) or without a content word ("an", "had")."""
     own = " ".join(words(query))
     seen, texts = set(), []
     for text in pool:
+        text = without_dangling_end(text)
+        if not content_words(text):
+            continue  # "an", "had", "a of the" (trimmed to "a"): nothing to search for
         key = " ".join(words(text))
         if key and key != own and key not in seen and not repeats_a_content_word(text) and not stutters(text):
             seen.add(key)
-            texts.append(" ".join(text.split()))
+            texts.append(text)
     return texts
 
 
