@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -59,10 +60,8 @@ class DecoderError(DataError):
     """A decoder cannot be used as asked (wrong encoder, bad checkpoint): a one-line message."""
 
 
-def card_of(folder, what: str, example: str):
+def card_of(folder: str | Path, what: str, example: str) -> Path:
     """``folder``/card.json when it is there; else one line naming the folder and what it should hold."""
-    from pathlib import Path
-
     path = Path(folder) / "card.json"
     if not path.is_file():
         raise DecoderError(f"{folder}: no card.json; expected {what} folder (card.json and its weights, as {example})")
