@@ -193,41 +193,83 @@ class SentenceTransformerEncoder:
     artifact store) in batches cut by word pieces (``OnnxTextRuntime``): faster than
     ``SentenceTransformer.encode``, which pads char-sorted batches (``eqi bench encode``), with
     embeddings within 1e-6, and no spinning threads after a call (which matters between searches).
-    ``backend`` names the path; embeddings' store keys carry it. The torch model stays loaded for
-    what needs its weights (the query decoder)."""
+    ``backend`` names the path; embeddings' store keys carry it. On that path the torch model
+    (``model``) is loaded only when something needs it (the export, training a decoder): importing
+    sentence-transformers alone takes 4-6 s, which every dense CLI command and a fresh dashboard's
+    first dense page used to wait for. The folder's tokenizer and word embeddings are read from its
+    files (``fast_tokenizer``, ``word_embeddings``), the same tensors the model holds."""
 
     path: Path
     id: str
     onnx: bool = False
 
     def __post_init__(self) -> None:
-        from sentence_transformers import SentenceTransformer
-
         self.path = Path(self.path)
         if not (self.path / "modules.json").is_file() and not (self.path / "config.json").is_file():
             raise FileNotFoundError(f"{self.path}: not a sentence-transformers model folder (no modules.json or config.json)")
-        self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
-        dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(dim_of())
-        self.backend = "sentence-transformers"
+        self._model = None
         self._runtime = None
+        self.backend = "sentence-transformers"
+        pipeline = mean_pooled_pipeline(self.path) if self.onnx else None
+        if pipeline is None:  # not onnx, or a folder whose pipeline only sentence-transformers can read
+            dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+            self.dim, self._max_length = int(dim_of()), int(self.model.max_seq_length)
+        else:
+            self.dim, self._max_length = pipeline
         if self.onnx:
-            self._runtime = onnx_runtime(self.model, self.path, self.dim)
+            self._runtime = onnx_runtime(lambda: self.model, self.path, self.dim, self._max_length)
             self.backend = ONNX_BACKEND
+
+    @property
+    def model(self):
+        """The SentenceTransformer, loaded on first use."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        return self._model
 
     @property
     def max_pieces(self) -> int:
         """The most word pieces (special tokens included) this encoder reads; the rest is cut."""
-        return int(self.model.max_seq_length)
+        return self._max_length
+
+    def fast_tokenizer(self):
+        """The folder's fast tokenizer (``tokenizers``), neither cutting nor padding; made once."""
+        counter = getattr(self, "_counter", None)
+        if counter is None:
+            from tokenizers import Tokenizer
+
+            file = self.path / "tokenizer.json"
+            counter = Tokenizer.from_file(str(file)) if file.is_file() else \
+                Tokenizer.from_str(self.model.tokenizer.backend_tokenizer.to_str())
+            counter.no_truncation()
+            counter.no_padding()
+            self._counter = counter
+        return counter
+
+    def word_embeddings(self):
+        """The transformer's input word embeddings (a float32 torch tensor, vocabulary x width), read
+        from the folder's safetensors where it has them, else from the loaded model."""
+        file = self.path / "model.safetensors"
+        if self._model is None and file.is_file():
+            from safetensors import safe_open
+
+            with safe_open(str(file), "pt") as f:
+                names = set(f.keys())
+                for key in ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight"):
+                    if key in names:
+                        return f.get_tensor(key).float()
+        return self.model[0].auto_model.get_input_embeddings().weight.detach().float().clone()
 
     def word_pieces(self, texts: Sequence[str]) -> np.ndarray:
         """Word pieces of each text with the special tokens, uncut: beyond ``max_pieces`` a text is
         cut, silently, as every transformer encoder does."""
-        return _hf_word_pieces(self.model.tokenizer, texts)
+        return np.array([len(e.ids) for e in self.fast_tokenizer().encode_batch(list(texts))], dtype=np.int64)
 
     def unread_pieces(self, text: str) -> tuple[int, list[str]]:
         """The text's word pieces (special tokens aside) and the spans read as unknown (``unread_note``)."""
-        return _hf_unread(self.model.tokenizer, text)
+        return _fast_unread(self.fast_tokenizer(), text)
 
     def _encode_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._runtime is not None:
@@ -239,6 +281,33 @@ class SentenceTransformerEncoder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
         return encode_in_chunks(texts, lambda c: self._encode_chunk(c, batch_size), self.dim, progress)
+
+
+def mean_pooled_pipeline(path: Path) -> tuple[int, int] | None:
+    """(dimension, max word pieces) of a sentence-transformers folder that is Transformer + mean
+    Pooling (+ Normalize), read from its config files; None when the files do not say so (then the
+    model is loaded and sentence-transformers decides)."""
+    try:
+        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((path / "modules.json").read_text(encoding="utf-8"))]
+        pooling = json.loads((path / modules_path(path, 1) / "config.json").read_text(encoding="utf-8"))
+        max_length = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+    mean = pooling.get("pooling_mode_mean_tokens") or pooling.get("pooling_mode") == "mean"
+    if modules not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) or not mean \
+            or not (path / "tokenizer.json").is_file():
+        return None
+    return int(pooling["word_embedding_dimension"]), int(max_length)
+
+
+def modules_path(path: Path, idx: int) -> str:
+    """The sub-folder of module ``idx`` in a sentence-transformers folder's modules.json."""
+    return json.loads((path / "modules.json").read_text(encoding="utf-8"))[idx]["path"]
+
+
+def _fast_unread(counter, text: str) -> tuple[int, list[str]]:
+    enc = counter.encode(text, add_special_tokens=False)
+    return _unknown_spans(enc.ids, enc.offsets, counter.token_to_id(getattr(counter.model, "unk_token", "[UNK]")), text)
 
 
 ONNX_BACKEND = "onnxruntime-fp32-export"
@@ -338,29 +407,40 @@ class OnnxTextRuntime:
         return out
 
 
-def onnx_runtime(model, path: Path, dim: int) -> OnnxTextRuntime:
-    """``model`` (a SentenceTransformer: Transformer, mean Pooling, Normalize) exported once into the
-    artifact store, with its fast tokenizer, ready to run (``OnnxTextRuntime``)."""
-    import torch
+def onnx_runtime(load_model: Callable[[], object], path: Path, dim: int, max_length: int) -> OnnxTextRuntime:
+    """The model of ``path`` (a SentenceTransformer: Transformer, mean Pooling, Normalize) exported
+    once into the artifact store, with its fast tokenizer, ready to run (``OnnxTextRuntime``).
+    ``load_model`` is called only to export, or to check a pipeline its config files do not state."""
+    from importlib.metadata import PackageNotFoundError, version
+
     from tokenizers import Tokenizer
 
     from eqi_core.errors import DataError
     from eqi_core.store import ArtifactStore
 
-    modules = [type(m).__name__ for m in model]
-    pooling = model[1] if len(model) > 1 else None
-    mean = getattr(pooling, "pooling_mode", None) == "mean" or getattr(pooling, "pooling_mode_mean_tokens", False)
-    if modules[:2] != ["Transformer", "Pooling"] or not mean:
-        raise DataError(f"{path}: an ONNX export needs Transformer + mean Pooling (+ Normalize); found {modules}")
-    max_length = int(model.max_seq_length)
+    if mean_pooled_pipeline(path) is None:
+        model = load_model()
+        modules = [type(m).__name__ for m in model]
+        pooling = model[1] if len(model) > 1 else None
+        mean = getattr(pooling, "pooling_mode", None) == "mean" or getattr(pooling, "pooling_mode_mean_tokens", False)
+        if modules[:2] != ["Transformer", "Pooling"] or not mean:
+            raise DataError(f"{path}: an ONNX export needs Transformer + mean Pooling (+ Normalize); found {modules}")
+    try:  # the version without importing torch (1-2 s); the export's key records it
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        import torch
+
+        torch_version = torch.__version__
     weights = sorted(f for f in path.iterdir() if f.suffix in (".safetensors", ".bin", ".json"))
     params = {"model": str(path), "files": {f.name: f.stat().st_size for f in weights}, "max_length": max_length,
-              "torch": torch.__version__, "version": ONNX_EXPORT_VERSION}
+              "torch": torch_version, "version": ONNX_EXPORT_VERSION}
 
     def build(tmp: Path) -> dict:
         import copy
 
-        hf = copy.deepcopy(model[0].auto_model).eval()  # a copy: the live model keeps its own attention
+        import torch
+
+        hf = copy.deepcopy(load_model()[0].auto_model).eval()  # a copy: the live model keeps its own attention
         hf.set_attn_implementation("eager")
 
         class Pooled(torch.nn.Module):  # transformer -> masked mean -> L2 normalise, as the ST pipeline
@@ -444,9 +524,7 @@ class OnnxMeanPoolEncoder:
 
     def unread_pieces(self, text: str) -> tuple[int, list[str]]:
         """The text's word pieces (special tokens aside) and the spans read as unknown (``unread_note``)."""
-        counter = self._uncut()
-        enc = counter.encode(text, add_special_tokens=False)
-        return _unknown_spans(enc.ids, enc.offsets, counter.token_to_id(getattr(counter.model, "unk_token", "[UNK]")), text)
+        return _fast_unread(self._uncut(), text)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
         return encode_in_chunks(texts, lambda c: self.runtime.encode(c, batch_size), self.dim, progress)

@@ -27,7 +27,7 @@ from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, card_of, d
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.corpus import QUERY_KINDS
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
-from eqi_core.decoder.neural import encoder_tokenizer, token_specials
+from eqi_core.decoder.neural import encoder_tokenizer, encoder_word_embeddings, token_specials
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn, or_tqdm, tqdm_progress
@@ -464,7 +464,7 @@ def load_natural(folder: Path, encoder, beam: int = 8) -> NaturalDecoderModel:
     card = read_natural_card(folder)
     cfg = BertDecoderConfig(**card["config"])
     tok, sha = encoder_tokenizer(encoder)
-    word = encoder_state(encoder)["embeddings.word_embeddings.weight"]
+    word = encoder_word_embeddings(encoder)
     problems = []
     if cfg.encoder_dim != int(encoder.dim):
         problems.append(f"dimension {cfg.encoder_dim}, not {encoder.dim}")

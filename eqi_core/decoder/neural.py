@@ -66,8 +66,8 @@ def encoder_tokenizer(encoder):
     checkpoint records it, so a decoder is never loaded for another tokenizer)."""
     from tokenizers import Tokenizer
 
-    try:
-        backend = encoder.model.tokenizer.backend_tokenizer
+    try:  # the folder's tokenizer.json where the encoder reads it (no model to load), else the model's
+        backend = encoder.fast_tokenizer() if hasattr(encoder, "fast_tokenizer") else encoder.model.tokenizer.backend_tokenizer
     except (AttributeError, TypeError):
         raise DecoderError(f"encoder {getattr(encoder, 'id', encoder)!r}: a query decoder needs a "
                            "sentence-transformers encoder with a fast tokenizer and word embeddings") from None
@@ -76,6 +76,14 @@ def encoder_tokenizer(encoder):
     tok.no_truncation()
     sha = hashlib.sha256(json.dumps(sorted(tok.get_vocab().items())).encode()).hexdigest()[:16]
     return tok, sha
+
+
+def encoder_word_embeddings(encoder):
+    """The encoder transformer's input word embeddings (float32 torch tensor, vocabulary x width),
+    read without loading the model where the encoder can (``word_embeddings``)."""
+    if hasattr(encoder, "word_embeddings"):
+        return encoder.word_embeddings()
+    return encoder.model[0].auto_model.get_input_embeddings().weight.detach().float().clone()
 
 
 def token_specials(tok) -> tuple[int, int, int]:
@@ -91,7 +99,7 @@ def encoder_vocabulary(encoder) -> Vocabulary:
     encoders and ``st:`` folders). Other encoders cannot host a decoder: one-line error."""
     tok, sha = encoder_tokenizer(encoder)
     try:
-        weights = encoder.model[0].auto_model.get_input_embeddings().weight.detach().float().clone()
+        weights = encoder_word_embeddings(encoder)
     except (AttributeError, TypeError, IndexError):
         raise DecoderError(f"encoder {getattr(encoder, 'id', encoder)!r}: a query decoder needs a "
                            "sentence-transformers encoder with a fast tokenizer and word embeddings") from None

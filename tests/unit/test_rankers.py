@@ -1,6 +1,7 @@
 """Rankers checked against brute-force references computed here, on small fixtures."""
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,8 @@ from eqi_core.rankers import build_ranker, ranker_spec, run_all_queries
 from eqi_core.rankers.bm25 import BM25WithNewPassage, make_tokenizer
 from eqi_core.rankers.dense import exact_topk
 from eqi_core.rankers.splade import rowwise_topk
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def bm25_reference(docs, query, k1=0.9, b=0.4):
@@ -466,3 +469,46 @@ def test_inner_product_index_int8_bound_by_hand_and_fallbacks():
         s, i = InnerProductIndex(vectors).search(probes, 7)
         s_exact, i_exact = exact_topk(probes, vectors, 7)
         assert [set(r) for r in i] == [set(r) for r in i_exact]
+
+
+@pytest.mark.slow
+def test_default_encoder_and_decoders_never_import_sentence_transformers():
+    """MiniLM-L6 on its ONNX path reads its dimension, reading length, tokenizer and word embeddings
+    from its folder's files, so searching, counting word pieces and loading the shipped decoders (the
+    natural one and the WordNet lemma one) never import sentence-transformers (4-6 s; every dense CLI
+    command waited for it), and what is read equals what the loaded model holds."""
+    import json
+    import subprocess
+    import sys
+
+    import torch
+    from tokenizers import Tokenizer
+
+    from eqi_core.encoders import SentenceTransformerEncoder, _hf_unread, _hf_word_pieces, minilm_l6_dir
+
+    script = (
+        "import sys\n"
+        "from eqi_core.rankers import load_encoder\n"
+        "from eqi_core.decoder import load_decoder\n"
+        "enc = load_encoder('minilm-l6')\n"
+        "enc.encode(['bank', 'a sloping bank of a river'])\n"
+        "enc.word_pieces(['bank']); enc.unread_pieces('bank ☃')\n"
+        "load_decoder(); load_decoder('assets/decoders/wordnet-minilm-l6')\n"
+        "print(enc._model is None, 'sentence_transformers' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         cwd=str(ROOT)).stdout.split()
+    assert out == ["True", "False"]
+
+    enc = SentenceTransformerEncoder(minilm_l6_dir(), "minilm-l6", onnx=True)
+    texts = ["bank", "Crème brûlée über ∼10 ☃ 日本語", "", "x" * 300, "x " * 400]
+    read = (enc.dim, enc.max_pieces, enc.word_pieces(texts).tolist(), [enc.unread_pieces(t) for t in texts],
+            enc.word_embeddings(), json.loads(enc.fast_tokenizer().to_str()))
+    model = enc.model  # now loaded
+    backend = Tokenizer.from_str(model.tokenizer.backend_tokenizer.to_str())
+    backend.no_truncation()
+    backend.no_padding()
+    assert read[:4] == (model.get_embedding_dimension(), model.max_seq_length,
+                        _hf_word_pieces(model.tokenizer, texts).tolist(), [_hf_unread(model.tokenizer, t) for t in texts])
+    assert torch.equal(read[4], model[0].auto_model.get_input_embeddings().weight.float())
+    assert read[5] == json.loads(backend.to_str())
+    assert read[3][1][1] and read[3][3][1] == ["x" * 300]  # unknown spans are found both ways
