@@ -39,9 +39,12 @@ def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str, text
     """Figure 2: per-query difference a - b, sorted; above 0 a is better, below 0 b is better."""
     diff = (values[a] - values[b]).sort_values(ascending=False)
     pair = ranker_colours([a, b])
-    colours = np.where(diff > 0, pair[a], np.where(diff < 0, pair[b], "#BBBBBB"))
     labels = _query_labels(diff.index, texts)
-    fig = go.Figure(go.Bar(x=np.arange(len(diff)), y=diff.to_numpy(), marker_color=colours, marker_line_width=0,
+    # each bar's side (+1 a, -1 b, 0 equal) on a three-stop scale: a colour string per bar made plotly
+    # validate 13k strings on every rerun of the page (0.12 s of 0.3 on WordNet's queries)
+    side = dict(color=np.sign(diff.to_numpy()), colorscale=[[0, pair[b]], [0.5, "#BBBBBB"], [1, pair[a]]],
+                cmin=-1, cmax=1, showscale=False, line_width=0)
+    fig = go.Figure(go.Bar(x=np.arange(len(diff)), y=diff.to_numpy(), marker=side,
                            customdata=np.column_stack([diff.index.astype(str), labels]) if len(diff) else None,
                            hovertemplate="%{customdata[1]}<br>difference %{y:.3f}<extra></extra>"))
     wins, losses, ties = int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())

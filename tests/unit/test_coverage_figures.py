@@ -25,6 +25,11 @@ def test_pairwise_difference_sorted_and_counted():
     fig = figs.pairwise_difference(V, "splade", "bm25", "RR@10")
     assert list(fig.data[0].y) == [1.0, 0.5, 0.25, -1.0]
     assert "splade better: 3, bm25 better: 1, equal: 0" in fig.layout.xaxis.title.text
+    # each bar coloured by its side: +1 splade's colour, -1 bm25's, 0 grey
+    pair = figs.ranker_colours(["splade", "bm25"])
+    assert list(fig.data[0].marker.color) == [1, 1, 1, -1] and (fig.data[0].marker.cmin, fig.data[0].marker.cmax) == (-1, 1)
+    assert [c for _, c in fig.data[0].marker.colorscale] == [pair["bm25"], "#BBBBBB", pair["splade"]]
+    assert list(figs.pairwise_difference(V, "dense", "bm25", "RR@10").data[0].marker.color) == [1, 0, 0, -1]  # q2 +1, q3 and q4 equal, q1 -0.5
 
 
 def test_pairwise_hover_names_the_query():
