@@ -8,7 +8,6 @@ from eqi_core.coverage.drilldown import (
     passage_ranks,
     query_drilldown,
     query_judgments,
-    side_by_side,
     solved_only_table,
 )
 from eqi_core.coverage.export import tasc_latex
@@ -250,7 +249,7 @@ if texts.get(qid):  # the query's own text: the pages that ask what it should ha
     link_onward(onward, "pages/latent.py", "What should it have asked? (Latent traversal)", ":material/route:",
                 query=texts[qid], target=gold_passage(judgments, collection.doc_index))
     link_onward(onward, "pages/suggestions.py", "Better queries (Query suggestions)", ":material/lightbulb:", query=texts[qid])
-side = side_by_side({r: runs[r] for r in order}, judgments, qid, k=10)  # ids and grades for the click
+side = drilldown.ids  # ids and grades for the click
 opening = most_relevant_cell(side)
 picked = st.dataframe(drilldown.side, hide_index=True, width="stretch", key=f"cov_side_by_side_{qid}",
                       placeholder="—", on_select="rerun", selection_mode="single-cell",

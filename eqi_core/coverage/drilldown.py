@@ -3,7 +3,7 @@ grades (DiffIR-style), and the queries only one ranker solves."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,8 @@ class QueryDrilldown:
     metrics: pd.DataFrame  # query_metrics
     side: pd.DataFrame  # readable_grades(side_by_side(...))
     passages: pd.DataFrame  # listed_passages
+    # side_by_side(...) itself: passage ids and numeric grades, what a click on the page reads (the report needs none)
+    ids: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def listed_passages(runs: dict[str, Run], judgments: dict[str, int], query_id: str,
@@ -70,9 +72,9 @@ def query_drilldown(runs: dict[str, Run], values: pd.DataFrame, weights: pd.Data
                     k: int = 10) -> QueryDrilldown:
     """The page's drill-down for one query, rankers in ``runs``' order (the report and ``eqi tasc --query``)."""
     order = list(runs)
+    ids = side_by_side(runs, judgments, query_id, k)
     return QueryDrilldown(query_id, query, query_metrics(values[order], weights, query_id, measure),
-                          readable_grades(side_by_side(runs, judgments, query_id, k)),
-                          listed_passages(runs, judgments, query_id, passage_text, k))
+                          readable_grades(ids), listed_passages(runs, judgments, query_id, passage_text, k), ids)
 
 
 def most_relevant_cell(side: pd.DataFrame) -> tuple[int, str] | None:
