@@ -85,6 +85,19 @@ def tests_at(key: str, gamma_qd: float, gamma_dq: float, n: int):
     return ttests_at(setup.exposure, test, lists, relq_rbp(gamma_qd, gamma_dq, n), setup.dense_reverse().name)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def sizes(key: str):
+    """Paper Figure 4's rank-size curves, kept per evaluation (0.1 s of every rerun otherwise)."""
+    return rank_size(setup.exposure, test, {n: lists[n] for n in names})
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def trait_frame(key: str, traits_key: str, by: str, bins: tuple | None):
+    """Paper Figure 3's probabilities per query trait, kept per evaluation and grouping (0.15 s)."""
+    return trait_probabilities(setup.exposure, test, {n: lists[n] for n in names}, traits(traits_key), by,
+                               list(bins) if bins else None)
+
+
 @st.cache_data(show_spinner="Counting query traits...", max_entries=4)
 def traits(key: str):
     q_texts = list(collection.queries["text"])
@@ -111,7 +124,7 @@ with tab_heat:
         else:
             st.caption("Click a cell for each method's mean RELQ and paired t-test against dense-reverse at its patiences.")
 with tab_size:
-    st.plotly_chart(figs.rank_size(rank_size(setup.exposure, test, {n: lists[n] for n in names})), config=PLOT_CONFIG, key="ev_rank_size")
+    st.plotly_chart(figs.rank_size(sizes(res["artifact"])), config=PLOT_CONFIG, key="ev_rank_size")
 with tab_retr:
     cutoff = st.slider("Cutoff c", 1, setup.depth, min(10, setup.depth), key="ev_cutoff")
     summary = summarise_retrievability(setup.exposure, cutoff)
@@ -119,11 +132,9 @@ with tab_retr:
                f"the most retrievable is in {int(summary.values.max()):,} queries' top {cutoff}.")
     st.plotly_chart(figs.lorenz_curve(summary.curve, summary.gini), config=PLOT_CONFIG, key="ev_lorenz")
 with tab_traits:
-    tr = traits(collection.fingerprint)
     by = st.radio("Group queries by", ["length", "min_df"], horizontal=True, key="ev_trait",
                   format_func=lambda b: "length (words)" if b == "length" else "rarity (minimum document frequency)")
-    bins = [1, 2, 3, 4, 6] if by == "length" else None
-    frame = trait_probabilities(setup.exposure, test, {n: lists[n] for n in names}, tr, by, bins)
+    frame = trait_frame(res["artifact"], collection.fingerprint, by, (1, 2, 3, 4, 6) if by == "length" else None)
     st.plotly_chart(figs.trait_curves(frame, by), config=PLOT_CONFIG, key="ev_traits")
 with tab_train:
     st.caption("Each cell trains a Residual head (cached); the growing-log lines are evaluated without retraining.")
