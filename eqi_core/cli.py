@@ -428,10 +428,17 @@ def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | N
 
 
 def _warn_degenerate(setup, n_qd: int, n_dq: int) -> None:
-    from eqi_core.exposure.setup import degenerate_settings
+    from eqi_core.exposure.setup import degenerate_settings, small_log_note
+    from eqi_core.loaders.registry import web_log_for
 
     for warning in degenerate_settings(len(setup.collection.queries), len(setup.collection.passages), n_qd, n_dq):
         typer.echo(f"warning: {warning}", err=True)
+    real_log = web_log_for(setup.collection.source)
+    note = small_log_note(len(setup.collection.queries), f"search these passages with the MS MARCO passage queries instead: "
+                          f"-c '{real_log}'" if real_log else "search these passages with a real query log instead: "
+                          "eqi --log FILE ... (or -c SPEC+log:FILE)")
+    if note:
+        typer.echo(f"note: {note}", err=True)
 
 
 DenseRankerOpt = typer.Option("minilm-l6", "--ranker", "-r", help=f"one of {', '.join(RANKERS)}")

@@ -63,6 +63,19 @@ def default_n_dq(n_queries: int) -> int:
     return max(1, min(DEFAULT_N_DQ, n_queries // 10))
 
 
+SMALL_LOG = 1_000  # queries: below this a log is a test collection's topics, not a search engine's users
+
+
+def small_log_note(n_queries: int, remedy: str) -> str | None:
+    """What an auditor should know when the log is a few hundred queries (TREC DL 2019's 43 test
+    topics): exposure over them says little about who a search engine shows a passage to.
+    ``remedy`` says where a real log is (the page's and the CLI's own words)."""
+    if n_queries >= SMALL_LOG:
+        return None
+    return (f"This log holds only {n_queries:,} {'query' if n_queries == 1 else 'queries'}: exposure over so few says "
+            f"little about who a search engine shows a passage to; {remedy}")
+
+
 def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int) -> list[str]:
     """Warnings for settings where RELQ says nothing: lists as long as the log, or result lists as
     deep as the collection (then every passage is exposed by every query)."""

@@ -200,3 +200,12 @@ def web_log_demo(roots: list[Path] | None = None) -> str | None:
         if is_beir_dir(dl19) and log.is_file():
             return f"beir:{dl19}{LOG_SEPARATOR}{log}"
     return None
+
+
+def web_log_for(source: str) -> str | None:
+    """The web-log demo's spec (``web_log_demo``) when ``source`` (a collection's spec or source) is its
+    passages searched by their own few test queries, else None: the real log at hand for them."""
+    demo = web_log_demo()
+    if demo is None or LOG_SEPARATOR in source:
+        return None
+    return demo if source.split("#")[0] == demo.split(LOG_SEPARATOR)[0] else None

@@ -408,3 +408,35 @@ def test_the_least_and_most_retrievable_passages_open_their_own_audit(at):
     at.button(key="exp_retr_open").click().run()
     assert not at.exception, at.exception
     assert at.selectbox(key="exp_doc").value == other
+
+
+def test_a_small_log_is_said_and_dl19s_points_to_the_ms_marco_queries(tmp_path, monkeypatch):
+    """A collection searched by its own few test topics says that exposure over them says little; on
+    TREC DL 2019's passages (here the tiny collection under that folder name, with a log beside it, as
+    ../shared/data lays them out) the page links the same passage and ranker to the MS MARCO queries."""
+    import shutil
+
+    dl19, log = tmp_path / "trec-dl19-passage", tmp_path / "query-logs" / "msmarco-passage-dev-subset.tsv"
+    shutil.copytree(TINY_BEIR, dl19)
+    log.parent.mkdir()
+    log.write_text("m1\tbank loan interest\nm2\triver bank\n", encoding="utf-8")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.session_state["_kept_collection_spec"] = f"beir:{dl19}"
+    at.session_state["_kept_ranker_id"] = "bm25"
+    at.run()
+    at.switch_page("pages/exposure.py").run()
+    assert not at.exception, at.exception
+    note = next(i.value for i in at.info if i.value.startswith("This log holds only"))
+    assert "MS MARCO passage queries" in note
+    link = next(p for p in at.get("page_link") if p.proto.label == "This passage's exposure to the MS MARCO queries")
+    from urllib.parse import parse_qs
+
+    params = {k: v[0] for k, v in parse_qs(link.proto.query_string).items()}
+    assert link.proto.page == "exposure" and params == {"collection": f"beir:{dl19}+log:{log}", "ranker": "bm25",
+                                                         "passage": at.selectbox(key="exp_doc").value}
+    # another small collection: the note, with the way to add a log, and no link
+    at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
+    at.run()
+    assert any(i.value.startswith("This log holds only") and "Add your data" in i.value for i in at.info)
+    assert not any(p.proto.label.endswith("MS MARCO queries") for p in at.get("page_link"))

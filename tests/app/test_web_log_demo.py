@@ -43,3 +43,4 @@ def test_the_web_log_box_stays_off_other_collections_pages(monkeypatch):
     assert not at.exception, at.exception
     assert {m.label: m.value for m in at.metric}["Passages"] == "1,400"
     assert not any("A realistic audit" in m.value for m in at.markdown)  # a box about DL19 on Cranfield's page
+

@@ -101,6 +101,30 @@ def test_small_log_warnings_and_default():
     assert any("every query exposes every passage" in w for w in degenerate_settings(50, 12, 100, 5))
 
 
+def test_a_small_log_is_said_with_where_a_real_one_is(tmp_path, monkeypatch):
+    """Under 1,000 queries (DL19's 43 test topics) exposure says little about a search engine's users: a
+    note says so, with the remedy; the real log at hand for DL19's passages is the web-log demo's."""
+    from eqi_core.exposure.setup import small_log_note
+    from eqi_core.loaders.registry import web_log_for
+
+    assert small_log_note(43, "use X") == ("This log holds only 43 queries: exposure over so few says little about who "
+                                           "a search engine shows a passage to; use X")
+    assert small_log_note(1, "use X").startswith("This log holds only 1 query:")
+    assert small_log_note(999, "use X") and small_log_note(1_000, "use X") is None
+    dl19, log = tmp_path / "trec-dl19-passage", tmp_path / "query-logs" / "msmarco-passage-dev-subset.tsv"
+    dl19.mkdir()
+    log.parent.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (dl19 / name).write_text("{}\n")
+    log.write_text("1\tq\n")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
+    demo = f"beir:{dl19}+log:{log}"
+    assert web_log_for(f"beir:{dl19}") == demo and web_log_for(f"beir:{dl19}#test") == demo
+    assert web_log_for(demo) is None and web_log_for(f"beir:{tmp_path / 'cranfield'}") is None
+    log.unlink()  # no MS MARCO log under the roots: nothing to offer
+    assert web_log_for(f"beir:{dl19}") is None
+
+
 def test_cli_eval_exposure_adapts_n_dq_on_a_small_log(tmp_path, monkeypatch):
     monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
     out = CliRunner().invoke(app, ["eval-exposure", "-c", TINY, "-r", "minilm-l3-onnx", "--test-passages", "2",
