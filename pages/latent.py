@@ -194,25 +194,28 @@ st.markdown("**Decoded queries along the walk** (select a row, or click a step i
             "results; a step that decodes to the original query is ticked under *repeats query* and never counted "
             "as a reformulation)")
 picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="lat_table",
-                      column_config={"step": st.column_config.NumberColumn(width=45),
+                      column_config={"step": st.column_config.NumberColumn(width=40 if narrow else 45),
                                      "repeats query": st.column_config.CheckboxColumn(
-                                         width=80 if narrow else 105,
+                                         width=70 if narrow else 105,
                                          help="this step decodes to the original query: not a reformulation"),
                                      "decoded": st.column_config.TextColumn(width=170 if narrow else 280),
                                      "words from target": st.column_config.TextColumn(
-                                         width=110 if narrow else 140,
+                                         width=90 if narrow else 140,
                                          help="the step's words that the target passage holds, as BM25 matches them "
                                               "(stems, stop words left out): a step may near the target by copying it"),
                                      "source": st.column_config.TextColumn(
-                                         width=110 if narrow else 185,
+                                         width=90 if narrow else 185,
                                          help="decoded, corrected (re-ranked by the encoder) or looked up from the log"),
-                                     "target rank": st.column_config.NumberColumn(width=75 if narrow else 85),
+                                     "target rank": st.column_config.NumberColumn(width=70 if narrow else 85),
                                      **({} if other is None else {
-                                         f"nDCG@10 ({other.id})": st.column_config.NumberColumn(format="%.3f", width=105),
-                                         f"target rank ({other.id})": st.column_config.TextColumn(width=105)}),
+                                         f"nDCG@10 ({other.id})": st.column_config.NumberColumn(
+                                             format="%.3f", width=100, help=f"nDCG@10 of the step under {ranker_spec(other.id).name}"),
+                                         f"target rank ({other.id})": st.column_config.TextColumn(
+                                             width=105, help=f"the target's rank for the step under {ranker_spec(other.id).name} "
+                                                             f"(within its top {RANKER_DEPTH})")}),
                                      "nDCG@10": st.column_config.NumberColumn(format="%.3f", width=70 if narrow else 75),
-                                     "cos(q)": st.column_config.NumberColumn(format="%.3f", width=55 if narrow else 60),
-                                     "cos(d)": st.column_config.NumberColumn(format="%.3f", width=55 if narrow else 60)})
+                                     "cos(q)": st.column_config.NumberColumn(format="%.3f", width=50 if narrow else 60),
+                                     "cos(d)": st.column_config.NumberColumn(format="%.3f", width=50 if narrow else 60)})
 st.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
                    icon=":material/download:")
 left, right = st.columns([1, 1])

@@ -148,14 +148,20 @@ if not judged:
     shown = shown.drop(columns=["nDCG@10", "gold passage's rank"])
 st.markdown("**Suggestions** (select a row to see its top results)")
 picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="sug_table",
-                      column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f"),
+                      column_config={"nDCG@10": st.column_config.NumberColumn(format="%.3f", help=(
+                                         f"nDCG@10 of the suggestion under {ranker_spec(encoder_id).name}")),
+                                     "gold passage's rank": st.column_config.NumberColumn(
+                                         "gold rank", width=80 if other is not None else None,
+                                         help=f"the gold passage's rank for the suggestion under {ranker_spec(encoder_id).name}"),
                                      **({} if other is None else {  # both rankers' columns in view beside the text
                                          "model": st.column_config.TextColumn(width=125),
                                          "rank": st.column_config.NumberColumn(width=45),
                                          "suggestion": st.column_config.TextColumn(width=330),
-                                         "gold passage's rank": st.column_config.NumberColumn(width=80),
-                                         f"nDCG@10 ({other.id})": st.column_config.NumberColumn(format="%.3f", width=95),
-                                         f"gold rank ({other.id})": st.column_config.TextColumn(width=95)})})
+                                         f"nDCG@10 ({other.id})": st.column_config.NumberColumn(
+                                             format="%.3f", width=110, help=f"nDCG@10 of the suggestion under {other_name}"),
+                                         f"gold rank ({other.id})": st.column_config.TextColumn(
+                                             width=110, help=f"the gold passage's rank for the suggestion under {other_name} "
+                                                             "(within its top 100)")})})
 st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "suggestions.csv", key="sug_csv",
                    icon=":material/download:")
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
