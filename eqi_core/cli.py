@@ -455,7 +455,8 @@ def exposure(
     ranker: str = DenseRankerOpt,
     n_qd: int = typer.Option(100, "--n-qd", min=1, max=100, help="n_q->d: depth of the searcher's results (the map "
                              "is computed to 100)"),
-    n_dq: int = typer.Option(20, "--n-dq", min=1, help="n_d->q: exposing queries to list per method"),
+    n_dq: int | None = typer.Option(None, "--n-dq", min=1, help="n_d->q: exposing queries to list per method "
+                                    "(default: the page's, 50, at most a tenth of the log)"),
     gamma_qd: float = typer.Option(0.5, "--gamma-qd", help="searcher patience for RELQ"),
     gamma_dq: float = typer.Option(0.9, "--gamma-dq", help="EQI-user patience for RELQ"),
     scheduler: str | None = typer.Option(None, "--scheduler", help="compute the exact map on this Dask scheduler "
@@ -480,6 +481,7 @@ def exposure(
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.lookup import passage_exposure, patience_grids, what_a_query_shows, what_a_query_shows_says
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
+    from eqi_core.exposure.setup import listed_n_dq
     from eqi_core.matching import with_shared_words, word_overlap_line
 
     if (passage is None) == (text is None):
@@ -488,8 +490,9 @@ def exposure(
         ranker_spec(compare)  # a mistyped ranker fails before any map is built
         if compare == ranker and run_file is None:
             raise DataError(f"--compare {compare}: that is the ranker already shown; name another, e.g. bm25 or minilm-l6")
-    spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
     setup = _exposure_setup(collection, ranker, 100, scheduler, run_file, space, passage)
+    n_dq = n_dq or listed_n_dq(len(setup.collection.queries))
+    spec = relq_rbp(gamma_qd, gamma_dq, n_dq)
     unknown = [q for q in show if str(q) not in setup.collection.query_text]
     if unknown:
         raise DataError(f"--show {unknown[0]!r}: not a query id of the query log (`eqi exposure` lists exposing ones)")

@@ -16,7 +16,7 @@ from eqi_core.exposure.lookup import (
     what_a_query_shows_says,
 )
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
-from eqi_core.exposure.setup import default_n_dq, degenerate_settings, small_log_note
+from eqi_core.exposure.setup import degenerate_settings, listed_n_dq, small_log_note
 from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
 from eqi_core.loaders.registry import web_log_for
 from eqi_core.matching import change_overlap_line, shared_words, with_shared_words, word_overlap_line
@@ -38,7 +38,7 @@ if collection is None:
     st.stop()
 spec, ranker_id = st.session_state[COLLECTION_KEY], st.session_state[RANKER_KEY]
 URL = {"exp_doc": ("passage", str, DEFAULT_PASSAGE.get(spec)), "exp_nqd": ("nqd", int, 100),
-       "exp_ndq": ("ndq", int, min(50, default_n_dq(len(collection.queries)))),
+       "exp_ndq": ("ndq", int, listed_n_dq(len(collection.queries))),
        "exp_gqd": ("gqd", float, 0.5), "exp_gdq": ("gdq", float, 0.9), SOURCE_KEY: ("log", str, ""),
        "exp_text": ("text", str, ""), "exp_compare": ("compare", str, None)}
 LINKED_TEXT_LIMIT = 2_000  # characters of pasted text a link carries (longer addresses break on some servers)

@@ -63,6 +63,14 @@ def default_n_dq(n_queries: int) -> int:
     return max(1, min(DEFAULT_N_DQ, n_queries // 10))
 
 
+LISTED_N_DQ = 50  # exposing queries one passage's view lists: a page's worth, where the evaluation lists the paper's 100
+
+
+def listed_n_dq(n_queries: int) -> int:
+    """n_d->q the Exposure page and ``eqi exposure`` open with: 50, at most a tenth of the log."""
+    return min(LISTED_N_DQ, default_n_dq(n_queries))
+
+
 SMALL_LOG = 1_000  # queries: below this a log is a test collection's topics, not a search engine's users
 
 

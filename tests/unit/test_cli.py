@@ -292,6 +292,17 @@ def test_exposure_lists_each_exact_querys_words_in_the_passage():
     assert row.rstrip().endswith("loans, bank, loan, interest")
 
 
+def test_exposure_lists_as_many_as_the_page_opens_with():
+    """Without --n-dq, `eqi exposure` lists what the Exposure page opens with (``listed_n_dq``: at most
+    a tenth of the log, at least 1: here 1 of the tiny log's 5 queries), not 20, which listed all 5."""
+    out = runner.invoke(app, ["exposure", "d6", "-c", TINY, "-r", "bm25", "--no-heads"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("## exact: "))
+    assert lines[at + 3].startswith("All ")  # one row listed, then the words line
+    assert "lists 100% of the log" not in out.output and "n_d->q = 1 " in out.output
+
+
 def test_retrievability_lists_the_least_and_writes_every_passages_r(tmp_path):
     """r(d) from the CLI equals the exposure map's own count of queries ranking each passage in their top c."""
     from eqi_core.exposure.setup import prepare_exposure

@@ -95,6 +95,9 @@ def test_tsv_without_header_and_parquet(tmp_path):
 
 def test_small_log_warnings_and_default():
     assert default_n_dq(112) == 11 and default_n_dq(13_013) == 100 and default_n_dq(5) == 1
+    from eqi_core.exposure.setup import listed_n_dq  # the Exposure page's and `eqi exposure`'s
+
+    assert listed_n_dq(13_013) == 50 and listed_n_dq(112) == 11 and listed_n_dq(43) == 4 and listed_n_dq(5) == 1
     warnings = degenerate_settings(112, 1460, 100, 100)  # CISI with the paper's n_d->q
     assert any("lists 89% of the log's 112 queries" in w and "trivially near 1" in w for w in warnings)
     assert degenerate_settings(13_013, 20_001, 100, 100) == []
