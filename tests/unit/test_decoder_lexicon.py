@@ -308,3 +308,16 @@ def test_a_typed_text_in_another_language_is_warned_about_by_hand():
     assert typed_text_warning("what county is coram", lexicon) is None  # 3 of 4 known
     assert typed_text_warning("the rivière", lexicon) is None  # half known
     assert typed_text_warning("мир", lexicon) is None and typed_text_warning("мир реки", None) is None
+
+
+def test_wordnet_words_are_kept_in_the_store_as_read():
+    """The words of WordNet's lemmas (the suggestions' and evaluations' word list) are read once and
+    kept in the store; what comes back is what reading the senses gives."""
+    from eqi_core.decoder.base import words
+    from eqi_core.decoder.natural_eval import wordnet_words
+    from eqi_core.loaders.wordnet import find_wordnet_dir, read_senses
+    from eqi_core.store import ArtifactStore
+
+    read = {w for lemma in read_senses(find_wordnet_dir())["lemma"].unique() for w in words(str(lemma).replace("_", " "))}
+    assert wordnet_words() == read and wordnet_words() == read  # built, then from the store
+    assert {"bank", "lake", "superior", "hair"} <= read and len(ArtifactStore().list("wordnet-words")) == 1
