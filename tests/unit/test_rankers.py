@@ -495,8 +495,8 @@ def test_default_encoder_and_decoders_never_import_sentence_transformers():
         "enc.word_pieces(['bank']); enc.unread_pieces('bank ☃')\n"
         "load_decoder(); load_decoder('assets/decoders/wordnet-minilm-l6')\n"
         "print(enc._model is None, 'sentence_transformers' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         cwd=str(ROOT)).stdout.split()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, encoding="utf-8",
+                         check=True, cwd=str(ROOT)).stdout.split()
     assert out == ["True", "False"]
 
     enc = SentenceTransformerEncoder(minilm_l6_dir(), "minilm-l6", onnx=True)

@@ -118,8 +118,8 @@ def test_a_small_log_is_said_with_where_a_real_one_is(tmp_path, monkeypatch):
     dl19.mkdir()
     log.parent.mkdir()
     for name in ("corpus.jsonl", "queries.jsonl"):
-        (dl19 / name).write_text("{}\n")
-    log.write_text("1\tq\n")
+        (dl19 / name).write_text("{}\n", encoding="utf-8")
+    log.write_text("1\tq\n", encoding="utf-8")
     monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
     demo = f"beir:{dl19}+log:{log}"
     assert web_log_for(f"beir:{dl19}") == demo and web_log_for(f"beir:{dl19}#test") == demo
