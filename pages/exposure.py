@@ -83,6 +83,14 @@ else:
     if len(text or "") > LINKED_TEXT_LIMIT:
         st.caption(f"Copy link leaves out pasted text over {LINKED_TEXT_LIMIT:,} characters.")
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def figure(name: str, *args, **kwargs):
+    """``relq_heatmaps`` or ``exposure_bars`` of these arguments, made once and shared: each is drawn
+    twice a run (with the click hint on the page, without it for the downloads and the report) and
+    was drawn again on every rerun, a click anywhere on the page; figures are never changed once drawn."""
+    return {"relq_heatmaps": relq_heatmaps, "exposure_bars": exposure_bars}[name](*args, **kwargs)
+
+
 # -- parameters ----------------------------------------------------------------------------------
 def use_clicked_patiences() -> None:
     """A click on a cell of the patience heatmaps (below) sets the two patience sliders to that cell's
@@ -167,8 +175,8 @@ if result.relq is not None:
                        "column. A method that keeps its colour along a row or column does not depend on that patience. "
                        "Click a cell to use its patiences.")
             title = "This passage's RELQ over patience parameters"
-            patience_fig = relq_heatmaps(grids, title, mark=(gamma_qd, gamma_dq))  # the downloads' and report's
-            st.plotly_chart(relq_heatmaps(grids, title, mark=(gamma_qd, gamma_dq), click_hint="click: use these patiences"),
+            patience_fig = figure("relq_heatmaps", grids, title, mark=(gamma_qd, gamma_dq))  # the downloads' and report's
+            st.plotly_chart(figure("relq_heatmaps", grids, title, mark=(gamma_qd, gamma_dq), click_hint="click: use these patiences"),
                             config=PLOT_CONFIG, key="exp_patience", on_select=use_clicked_patiences,
                             selection_mode="points")
             figure_downloads(patience_fig, "relq_patience", "exp_patience_fig")
@@ -177,9 +185,9 @@ names = list(result.lists)
 chosen = st.multiselect("Methods in the chart", names, default=names[-2:] if len(names) > 2 else names, key="exp_chart_methods")
 if chosen and result.exact is not None:
     relq_values = result.relq[str(main_spec)].to_dict() if result.relq is not None else None
-    fig = exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec))  # the downloads'
-    st.plotly_chart(exposure_bars({n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec),
-                                  click_hint="click: what this query shows (below)"),
+    fig = figure("exposure_bars", {n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec))  # the downloads'
+    st.plotly_chart(figure("exposure_bars", {n: result.lists[n] for n in chosen}, n_qd, relq_values, str(main_spec),
+                           click_hint="click: what this query shows (below)"),
                     config=PLOT_CONFIG, key="exp_bars", selection_mode="points",
                     on_select=lambda: st.session_state.update(exp_picked="exp_bars"))
     figure_downloads(fig, "exposure_bars", "exp_fig")
