@@ -93,7 +93,17 @@ if demo and (collection.source == "wordnet:20000" or collection.source.split("#"
         st.caption("First visit: a few minutes to encode 14,581 passages and 6,980 queries. A system's own result log "
                    "over these queries can be uploaded on the Exposure page (Rankings).")
 
-stats = collection.stats()
+@st.cache_resource(show_spinner=False, max_entries=8)
+def overview(fingerprint: str, _collection):
+    """The collection's counts and its two distribution figures, kept per collection (``fingerprint``
+    stands for it): they depend on nothing else, and were computed again on every rerun of the page
+    (0.1 s on WordNet's 20,001 passages; figures are never changed once drawn)."""
+    c = _collection
+    lengths = length_distributions(word_counts(c.passages["text"]), word_counts(c.queries["text"]))
+    return c.stats(), lengths, grade_distribution(c.qrels) if len(c.qrels) else None
+
+
+stats, lengths_figure, grades_figure = overview(collection.fingerprint, collection)
 cols = st.columns(5)
 cols[0].metric("Passages", f"{stats['passages']:,}")
 cols[1].metric("Queries", f"{stats['queries']:,}")
@@ -279,10 +289,9 @@ where_the_ranker_fails()
 
 st.subheader("Distributions")
 left, right = st.columns([2, 1])
-left.plotly_chart(length_distributions(word_counts(collection.passages["text"]), word_counts(collection.queries["text"])),
-                  key="length_figure")
-if len(collection.qrels):
-    right.plotly_chart(grade_distribution(collection.qrels), key="grade_figure")
+left.plotly_chart(lengths_figure, key="length_figure")
+if grades_figure is not None:
+    right.plotly_chart(grades_figure, key="grade_figure")
 if ranker is not None and hasattr(ranker, "encoder"):  # a dense ranker reads only the start of long passages
     cut = cut_note(passages_cut(collection, ranker.encoder, get_store()))
     if cut:
