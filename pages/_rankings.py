@@ -8,12 +8,28 @@ import streamlit as st
 
 from eqi_core.errors import DataError
 from eqi_core.exposure.result_logs import PREFIX, result_log_id
-from eqi_core.loaders.registry import check_path_within_roots
+from eqi_core.exposure.setup import small_log_note
+from eqi_core.loaders.registry import check_path_within_roots, web_log_for
 from eqi_core.rankers import RANKERS, ranker_spec
 from eqi_core.uploads import list_uploads, store_result_log
 from pages._state import exposure_setup_or_stop, get_store
 
 SOURCE_KEY = "exp_log"  # a result log's path ("" = the sidebar's ranker); in the URL as log=
+
+
+def small_log_notice(collection, ranker_id: str, page: str, label: str, **params) -> None:
+    """The note that a log of a few hundred queries says little (``small_log_note``), with the remedy:
+    on TREC DL 2019's passages a link to ``page`` on them searched by the MS MARCO queries (the same
+    ranker, and ``params``), elsewhere how to add a real log."""
+    real_log = web_log_for(collection.source)
+    note = small_log_note(len(collection.queries), "search these passages with the MS MARCO passage queries (real Bing "
+                          "searches) instead, below" if real_log else "search these passages with a real query log "
+                          "instead (Collection page: Add your data, another query log for this collection)")
+    if note:
+        st.info(note, icon=":material/info:")
+        if real_log:
+            st.page_link(page, label=label, icon=":material/travel_explore:",
+                         query_params={"collection": real_log, "ranker": ranker_id, **params})
 
 
 def _available_logs(collection) -> dict[str, str]:

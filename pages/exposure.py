@@ -16,15 +16,14 @@ from eqi_core.exposure.lookup import (
     what_a_query_shows_says,
 )
 from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
-from eqi_core.exposure.setup import degenerate_settings, listed_n_dq, small_log_note
+from eqi_core.exposure.setup import degenerate_settings, listed_n_dq
 from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
-from eqi_core.loaders.registry import web_log_for
 from eqi_core.matching import change_overlap_line, shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
 from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
-from pages._rankings import SOURCE_KEY, compare_with, exposure_rankings_and_setup
+from pages._rankings import SOURCE_KEY, compare_with, exposure_rankings_and_setup, small_log_notice
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
 from pages._text import literal, matched_words_line, result_columns
@@ -114,15 +113,8 @@ with link:
     copy_link(sync_url({k: v for k, v in URL.items() if k != left_out and not (long_text and k == "exp_text")}))
 for warning in degenerate_settings(len(collection.queries), len(collection.passages), n_qd, n_dq):
     st.warning(warning, icon=":material/warning:")
-real_log = web_log_for(collection.source)
-small_log = small_log_note(len(collection.queries), "search these passages with the MS MARCO passage queries (real Bing "
-                           "searches) instead, below" if real_log else "search these passages with a real query log "
-                           "instead (Collection page: Add your data, another query log for this collection)")
-if small_log:
-    st.info(small_log, icon=":material/info:")
-    if real_log:
-        st.page_link("pages/exposure.py", label="This passage's exposure to the MS MARCO queries", icon=":material/travel_explore:",
-                     query_params={"collection": real_log, "ranker": ranker_id, **({"passage": doc_id} if doc_id else {})})
+small_log_notice(collection, ranker_id, "pages/exposure.py", "This passage's exposure to the MS MARCO queries",
+                 **({"passage": doc_id} if doc_id else {}))
 
 methods = {"BM25-reverse": setup.bm25_reverse(), setup.dense_reverse().name: setup.dense_reverse()}
 try:

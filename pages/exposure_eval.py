@@ -19,7 +19,7 @@ from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
 from pages._exports import PLOT_CONFIG, clicked_data
 from pages._progress import with_progress
-from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup
+from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup, small_log_notice
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection
 from pages._url import copy_link, page_header, sync_url, within
@@ -43,6 +43,7 @@ n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_nt
 n_dq = c2.number_input("n_d→q", 1, 200, step=10, key="ev_ndq")
 for warning in degenerate_settings(len(collection.queries), len(collection.passages), setup.depth, int(n_dq)):
     st.warning(warning, icon=":material/warning:")
+small_log_notice(collection, ranker_id, "pages/exposure_eval.py", "This evaluation on the MS MARCO queries")
 steps = c3.number_input("Training steps (batches of 1,000 triples)", 100, 20000, step=100, key="ev_steps")
 with link:
     copy_link(sync_url(URL))

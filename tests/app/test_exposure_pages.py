@@ -435,6 +435,12 @@ def test_a_small_log_is_said_and_dl19s_points_to_the_ms_marco_queries(tmp_path, 
     params = {k: v[0] for k, v in parse_qs(link.proto.query_string).items()}
     assert link.proto.page == "exposure" and params == {"collection": f"beir:{dl19}+log:{log}", "ranker": "bm25",
                                                          "passage": at.selectbox(key="exp_doc").value}
+    at.switch_page("pages/exposure_eval.py").run()  # the evaluation says the same, and links its own page
+    assert not at.exception, at.exception
+    assert any(i.value.startswith("This log holds only") for i in at.info)
+    link = next(p for p in at.get("page_link") if p.proto.label == "This evaluation on the MS MARCO queries")
+    assert link.proto.page == "exposure_eval" and parse_qs(link.proto.query_string)["collection"] == [f"beir:{dl19}+log:{log}"]
+    at.switch_page("pages/exposure.py").run()
     # another small collection: the note, with the way to add a log, and no link
     at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
     at.run()
