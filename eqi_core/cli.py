@@ -78,15 +78,18 @@ def collections_list() -> None:
 
 @collections_app.command("inspect")
 def collections_inspect(
-    spec: str = typer.Argument(DEFAULT_SPEC, help="collection spec"),
+    spec: str | None = typer.Argument(None, help="collection spec (or -c SPEC, as every other command takes it)"),
+    collection: str | None = typer.Option(None, "--collection", "-c", help="collection spec, as the argument"),
     encoder: str | None = typer.Option(None, "--encoder", "-e", help="also count the passages longer than this "
                                        "encoder reads (minilm-l6, minilm-l3-onnx, splade-tiny)"),
 ) -> None:
     """Counts, fingerprint and data notes of one collection."""
     from eqi_core.encoders import cut_note, passages_cut
 
+    if spec is not None and collection is not None and spec != collection:
+        raise DataError(f"two collections given ({spec!r} and -c {collection!r}): give one")
     store = _store()
-    c = _load(spec, store)
+    c = _load(spec or collection or DEFAULT_SPEC, store)
     for key, value in c.stats().items():
         typer.echo(f"{key:26s} {value}")
     if encoder is not None:

@@ -27,6 +27,9 @@ def test_inspect_and_list():
     assert "wordnet:full" in runner.invoke(app, ["collections", "list"]).output
     with_encoder = runner.invoke(app, ["collections", "inspect", TINY, "-e", "minilm-l3-onnx"]).output
     assert "passages_cut_by_minilm-l3-onnx 0 (of 12; limit 128 word pieces)" in with_encoder
+    assert runner.invoke(app, ["collections", "inspect", "-c", TINY]).output == out  # -c, as every other command
+    both = runner.invoke(app, ["collections", "inspect", "wordnet", "-c", TINY])
+    assert both.exit_code != 0 and "two collections given" in str(both.exception)  # main() prints it as one line
 
 
 def test_search_shows_grades():
