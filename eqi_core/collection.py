@@ -115,10 +115,8 @@ class Collection:
                               f"{'it' if n == 1 else 'them'} by {'its' if n == 1 else 'their'} words")
 
     def _check_references(self) -> None:
-        doc_ids = set(self.passages["doc_id"])
-        query_ids = set(self.queries["query_id"])
-        unknown_docs = ~self.qrels["doc_id"].isin(doc_ids)
-        unknown_queries = ~self.qrels["query_id"].isin(query_ids)
+        unknown_docs = ~_among(self.qrels["doc_id"], self.passages["doc_id"])
+        unknown_queries = ~_among(self.qrels["query_id"], self.queries["query_id"])
         if unknown_docs.any():
             self.notes.append(
                 f"{int(unknown_docs.sum()):,} of {len(self.qrels):,} judgments name passages that are not "
@@ -268,6 +266,16 @@ class Collection:
             "mean_passage_words": round(float(self.passages["text"].str.split().str.len().mean() or 0), 1),
             "mean_query_words": round(float(self.queries["text"].str.split().str.len().mean() or 0), 2),
         }
+
+
+def _among(values: pd.Series, ids: pd.Series) -> np.ndarray:
+    """Whether each of ``values`` is one of ``ids``, by pyarrow's hash lookup: pandas' ``isin`` on
+    Arrow-backed strings took 0.6 s a column for WordNet's 206,941 judgments (every load of the
+    collection, each CLI command), this 0.02 s."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.is_in(pa.array(values, type=pa.string()), value_set=pa.array(ids, type=pa.string())), dtype=bool)
 
 
 def _filter(df: pd.DataFrame, columns: list[str], pattern: str, limit: int, also: str | None = None) -> pd.DataFrame:
