@@ -214,6 +214,8 @@ class SentenceTransformerEncoder:
         if pipeline is None:  # not onnx, or a folder whose pipeline only sentence-transformers can read
             dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
             self.dim, self._max_length = int(dim_of()), int(self.model.max_seq_length)
+            if self.onnx:
+                _require_mean_pooling(self.model, self.path)
         else:
             self.dim, self._max_length = pipeline
         if self.onnx:
@@ -288,8 +290,9 @@ def mean_pooled_pipeline(path: Path) -> tuple[int, int] | None:
     Pooling (+ Normalize), read from its config files; None when the files do not say so (then the
     model is loaded and sentence-transformers decides)."""
     try:
-        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((path / "modules.json").read_text(encoding="utf-8"))]
-        pooling = json.loads((path / modules_path(path, 1) / "config.json").read_text(encoding="utf-8"))
+        listed = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        modules = [m["type"].rsplit(".", 1)[-1] for m in listed]
+        pooling = json.loads((path / listed[1]["path"] / "config.json").read_text(encoding="utf-8"))
         max_length = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"]
     except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
         return None
@@ -300,9 +303,15 @@ def mean_pooled_pipeline(path: Path) -> tuple[int, int] | None:
     return int(pooling["word_embedding_dimension"]), int(max_length)
 
 
-def modules_path(path: Path, idx: int) -> str:
-    """The sub-folder of module ``idx`` in a sentence-transformers folder's modules.json."""
-    return json.loads((path / "modules.json").read_text(encoding="utf-8"))[idx]["path"]
+def _require_mean_pooling(model, path: Path) -> None:
+    """A loaded SentenceTransformer that the ONNX export can reproduce: Transformer + mean Pooling."""
+    from eqi_core.errors import DataError
+
+    modules = [type(m).__name__ for m in model]
+    pooling = model[1] if len(model) > 1 else None
+    mean = getattr(pooling, "pooling_mode", None) == "mean" or getattr(pooling, "pooling_mode_mean_tokens", False)
+    if modules[:2] != ["Transformer", "Pooling"] or not mean:
+        raise DataError(f"{path}: an ONNX export needs Transformer + mean Pooling (+ Normalize); found {modules}")
 
 
 def _fast_unread(counter, text: str) -> tuple[int, list[str]]:
@@ -410,21 +419,13 @@ class OnnxTextRuntime:
 def onnx_runtime(load_model: Callable[[], object], path: Path, dim: int, max_length: int) -> OnnxTextRuntime:
     """The model of ``path`` (a SentenceTransformer: Transformer, mean Pooling, Normalize) exported
     once into the artifact store, with its fast tokenizer, ready to run (``OnnxTextRuntime``).
-    ``load_model`` is called only to export, or to check a pipeline its config files do not state."""
+    ``load_model`` is called only to export (the caller has checked the pipeline)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from tokenizers import Tokenizer
 
-    from eqi_core.errors import DataError
     from eqi_core.store import ArtifactStore
 
-    if mean_pooled_pipeline(path) is None:
-        model = load_model()
-        modules = [type(m).__name__ for m in model]
-        pooling = model[1] if len(model) > 1 else None
-        mean = getattr(pooling, "pooling_mode", None) == "mean" or getattr(pooling, "pooling_mode_mean_tokens", False)
-        if modules[:2] != ["Transformer", "Pooling"] or not mean:
-            raise DataError(f"{path}: an ONNX export needs Transformer + mean Pooling (+ Normalize); found {modules}")
     try:  # the version without importing torch (1-2 s); the export's key records it
         torch_version = version("torch")
     except PackageNotFoundError:

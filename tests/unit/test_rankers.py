@@ -512,3 +512,25 @@ def test_default_encoder_and_decoders_never_import_sentence_transformers():
     assert torch.equal(read[4], model[0].auto_model.get_input_embeddings().weight.float())
     assert read[5] == json.loads(backend.to_str())
     assert read[3][1][1] and read[3][3][1] == ["x" * 300]  # unknown spans are found both ways
+
+
+@pytest.mark.slow
+def test_an_onnx_encoder_refuses_a_folder_that_is_not_mean_pooled(tmp_path):
+    """A folder whose config files say CLS pooling is read by sentence-transformers, and the ONNX path
+    (mean pooling) refuses it in one line instead of exporting other vectors."""
+    import json
+
+    from eqi_core.encoders import SentenceTransformerEncoder, mean_pooled_pipeline, minilm_l6_dir
+
+    src = minilm_l6_dir()
+    for f in src.iterdir():
+        if f.is_file():
+            (tmp_path / f.name).symlink_to(f)
+    (tmp_path / "1_Pooling").mkdir()
+    pooling = json.loads((src / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling), encoding="utf-8")
+    assert mean_pooled_pipeline(src) == (384, 256) and mean_pooled_pipeline(tmp_path) is None
+    with pytest.raises(DataError, match="an ONNX export needs Transformer \\+ mean Pooling"):
+        SentenceTransformerEncoder(tmp_path, "cls-pooled", onnx=True)
+    assert SentenceTransformerEncoder(tmp_path, "cls-pooled").dim == 384  # the torch path reads it as it is
