@@ -193,7 +193,7 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
     """
     import faiss
 
-    from eqi_core.rankers import build_ranker
+    from eqi_core.rankers import build_ranker, dense
     from eqi_core.rankers.dense import ColumnBlocks, exact_topk
 
     ranker = build_ranker("minilm-l6", collection, store)
@@ -240,7 +240,8 @@ def bench_dense(collection: Collection, store: ArtifactStore, n_queries: int = 2
         "passages": int(docs.shape[0]),
         "dim": int(docs.shape[1]),
         "k": k,
-        "ours": f"exact_topk: from 2^22 scores, {exact_path()}; below, fp32 GEMM + torch.topk",
+        "ours": (f"exact_topk: from 2^{dense.KERNEL_MIN_SCORES.bit_length() - 1} scores, {exact_path()}; below, fp32 GEMM "
+                 f"+ topk_rows from 2^{dense.KERNEL_MIN_SELECT.bit_length() - 1} scores, numpy's sorted_topk under that"),
         "baseline": "faiss.IndexFlatIP.search",
         "faiss_threads": faiss.omp_get_max_threads(),
         "all_queries_in_one_call": {
@@ -516,14 +517,27 @@ def _with_fp32_gemm(fn):
 
 
 def _with_torch_topk(exact_topk, q: np.ndarray, d: np.ndarray, k: int, columns=None):
-    """exact_topk with its selection kernel switched off: the torch.topk path, the same run's baseline."""
+    """exact_topk with its selection kernel switched off and torch.topk selecting and merging: the path
+    before topk_rows, the same run's baseline."""
+    import torch
+
     from eqi_core.rankers import dense
 
-    saved, dense.KERNEL_MIN_SCORES = dense.KERNEL_MIN_SCORES, 1 << 62
+    def select(scores, k, fused):
+        s, i = torch.topk(torch.from_numpy(scores), k, dim=1)
+        return s.numpy(), i.numpy()
+
+    def merge(best_s, best_i, s, i, k):
+        top, pos = torch.topk(torch.from_numpy(np.concatenate([best_s, s], 1)), k, dim=1)
+        return top.numpy(), np.take_along_axis(np.concatenate([best_i, i], 1), pos.numpy(), 1)
+
+    saved = dense.KERNEL_MIN_SCORES, dense._block_topk, dense._merge
+    dense.KERNEL_MIN_SCORES, dense._block_topk, dense._merge = 1 << 62, select, merge
     try:
-        return exact_topk(q, d, k, columns=columns)
+        with torch.inference_mode():
+            return exact_topk(q, d, k, columns=columns)
     finally:
-        dense.KERNEL_MIN_SCORES = saved
+        dense.KERNEL_MIN_SCORES, dense._block_topk, dense._merge = saved
 
 
 def dense_layer_flops_per_token(layers: int, hidden: int, intermediate: int) -> float:

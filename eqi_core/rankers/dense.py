@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from eqi_core.collection import Collection
 from eqi_core.encoders import Encoder
@@ -14,13 +13,15 @@ from eqi_core.progress import ProgressFn
 from eqi_core.rankers import int8_gemm
 from eqi_core.rankers.base import Queries, as_query_items
 from eqi_core.rankers.int8_gemm import Int8Columns
-from eqi_core.rankers.topk import NonFiniteScores, topk_rows
+from eqi_core.rankers.topk import NonFiniteScores, merge_sorted, sorted_topk, topk_rows
 from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 
 BLOCK_BYTES = 256 << 20  # bounds the score block; larger blocks measured faster (fewer merges)
 SELECT_ROWS = 512  # queries per GEMM when topk_rows selects (measured: 512 steadier than 256 or 384 on a busy machine)
-KERNEL_MIN_SCORES = 1 << 22  # below this, torch.topk (no numba kernel to load; both take milliseconds)
+KERNEL_MIN_SCORES = 1 << 22  # from here, the fused path: SELECT_ROWS queries per GEMM into one reused buffer
+KERNEL_MIN_SELECT = 1 << 20  # from here, topk_rows selects (numba, loaded once: 0.85 s); below, numpy's
+# sorted_topk, which needs neither numba nor torch (one query against 20,001 passages: 0.35 ms)
 COPY_MIN_QUERIES = 6144  # from here, copying the passages as contiguous columns first beats a transposed
 # view (20,001 x 384: the copy costs 18 ms and saves ~1.5% of each GEMM; break-even measured ~5,500 queries)
 FEW_PROBES = 8  # up to this many probes, InnerProductIndex scans an int8 copy (memory-bound); more: blocked GEMM
@@ -79,8 +80,8 @@ def exact_topk(
     Scores are computed for a block of queries against a block of passages at a time (one
     GEMM through numpy's BLAS, measured faster than torch's here) and reduced per row: large
     problems by ``topk_rows`` on blocks of ``SELECT_ROWS`` queries, small ones (and non-finite
-    scores) by ``torch.topk``; results are merged across passage blocks, so memory stays near
-    ``block_bytes`` whatever the collection size. ``columns`` (``ColumnBlocks.of(docs)``, made
+    scores) by numpy's ``sorted_topk`` (equal scores: lower position first on every path); results
+    are merged across passage blocks, so memory stays near ``block_bytes`` whatever the collection size. ``columns`` (``ColumnBlocks.of(docs)``, made
     once by a caller that searches the same passages again) saves the per-call layout copy.
     On CPUs with VNNI, large problems take ``int8_gemm``'s path instead: an int8 GEMM picks the
     candidates within a proven bound and they are re-scored in float64 (the same top k; scores
@@ -108,27 +109,26 @@ def exact_topk(
             copy = n_q >= COPY_MIN_QUERIES and docs.nbytes <= block_bytes
             blocks_t = [np.ascontiguousarray(docs[ds:ds + d_block].T) if copy else docs[ds:ds + d_block].T
                         for ds in range(0, n_d, d_block)]
-    with torch.inference_mode():
-        for qs in range(0, n_q, q_block):
-            q = queries[qs:qs + q_block]
-            best_s = best_i = None
-            for ds in range(0, n_d, d_block):
-                if fused:  # into one reused buffer, which the selection reads while it is still in cache
-                    block_t = blocks_t[ds // d_block]
-                    scores = buffer[:len(q) * block_t.shape[1]].reshape(len(q), block_t.shape[1])
-                    np.matmul(q, block_t, out=scores)
-                else:
-                    scores = q @ docs[ds:ds + d_block].T
-                s, i = _block_topk(scores, min(k, scores.shape[1]), fused)
-                i += ds
-                if best_s is None:
-                    best_s, best_i = s, i
-                else:
-                    best_s, best_i = _merge(best_s, best_i, s, i, k)
-            out_s[qs:qs + len(q)] = best_s
-            out_i[qs:qs + len(q)] = best_i
-            if progress:
-                progress(min(qs + q_block, n_q), n_q)
+    for qs in range(0, n_q, q_block):
+        q = queries[qs:qs + q_block]
+        best_s = best_i = None
+        for ds in range(0, n_d, d_block):
+            if fused:  # into one reused buffer, which the selection reads while it is still in cache
+                block_t = blocks_t[ds // d_block]
+                scores = buffer[:len(q) * block_t.shape[1]].reshape(len(q), block_t.shape[1])
+                np.matmul(q, block_t, out=scores)
+            else:
+                scores = q @ docs[ds:ds + d_block].T
+            s, i = _block_topk(scores, min(k, scores.shape[1]), fused)
+            i += ds
+            if best_s is None:
+                best_s, best_i = s, i
+            else:
+                best_s, best_i = _merge(best_s, best_i, s, i, k)
+        out_s[qs:qs + len(q)] = best_s
+        out_i[qs:qs + len(q)] = best_i
+        if progress:
+            progress(min(qs + q_block, n_q), n_q)
     return out_s, out_i
 
 
@@ -164,19 +164,16 @@ def _int8_topk(queries, docs, k, d_block, columns, progress, out_s, out_i) -> tu
 
 
 def _block_topk(scores: np.ndarray, k: int, fused: bool) -> tuple[np.ndarray, np.ndarray]:
-    if fused:
+    if fused or scores.size >= KERNEL_MIN_SELECT:
         try:
             return topk_rows(scores, k)
         except NonFiniteScores:
             pass
-    s, i = torch.topk(torch.from_numpy(scores), k, dim=1)
-    return s.numpy(), i.numpy()
+    return sorted_topk(scores, k)
 
 
 def _merge(best_s, best_i, s, i, k) -> tuple[np.ndarray, np.ndarray]:
-    cat_s = torch.from_numpy(np.concatenate([best_s, s], 1))
-    top, pos = torch.topk(cat_s, k, dim=1)
-    return top.numpy(), np.take_along_axis(np.concatenate([best_i, i], 1), pos.numpy(), 1)
+    return merge_sorted(best_s, best_i, s, i, k)
 
 
 class InnerProductIndex:

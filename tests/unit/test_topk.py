@@ -6,7 +6,7 @@ import pytest
 
 from eqi_core.rankers import dense
 from eqi_core.rankers.dense import exact_topk
-from eqi_core.rankers.topk import NonFiniteScores, topk_rows
+from eqi_core.rankers.topk import NonFiniteScores, merge_sorted, sorted_topk, topk_rows
 
 
 def reference(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +35,47 @@ def test_equals_a_stable_sort(rows, cols, k):
     ref_s, ref_i = reference(scores, k)
     np.testing.assert_array_equal(i, ref_i)
     np.testing.assert_array_equal(s, ref_s)
+
+
+def test_sorted_topk_by_hand_ties_at_the_cut_and_nan_last():
+    row = np.array([[0.5, 2.0, -1.0, 2.0, 0.75, 3.0, 2.0]], dtype=np.float32)
+    s, i = sorted_topk(row, 3)
+    assert i.tolist() == [[5, 1, 3]] and s.tolist() == [[3.0, 2.0, 2.0]]  # three 2.0s tie at the cut: the first two
+    nan = np.array([[np.nan, 1.0, np.nan, 0.0]], dtype=np.float32)
+    assert sorted_topk(nan, 3)[1].tolist() == [[1, 3, 0]]
+    assert sorted_topk(nan, 9)[1].tolist() == [[1, 3, 0, 2]]  # k beyond the row: the whole row, sorted
+
+
+@pytest.mark.parametrize(("rows", "cols", "k", "values"), [(40, 300, 10, 7), (5, 20001, 100, 0), (20, 9, 9, 3),
+                                                             (64, 500, 499, 2), (1, 1, 1, 0)])
+def test_sorted_topk_and_merge_equal_a_stable_sort(rows, cols, k, values):
+    """Distinct scores (values = 0) or a few values tied everywhere; merged over two blocks in order."""
+    rng = np.random.default_rng(cols + k)
+    scores = (rng.integers(-values, values + 1, size=(rows, cols)) if values
+              else rng.standard_normal((rows, cols))).astype(np.float32)
+    ref_s, ref_i = reference(scores, k)
+    s, i = sorted_topk(scores, k)
+    np.testing.assert_array_equal(i, ref_i)
+    np.testing.assert_array_equal(s, ref_s)
+    half = cols // 2
+    if half >= 1:
+        a_s, a_i = sorted_topk(scores[:, :half], k)
+        b_s, b_i = sorted_topk(scores[:, half:], k)
+        m_s, m_i = merge_sorted(a_s, a_i, b_s, b_i + half, k)
+        np.testing.assert_array_equal(m_i, ref_i)
+        np.testing.assert_array_equal(m_s, ref_s)
+
+
+def test_one_query_search_imports_neither_torch_nor_numba():
+    """A one-query exact top-k (the CLI's and the Collection page's dense search) stays in numpy."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from eqi_core.rankers.dense import exact_topk; "
+            "d = np.random.default_rng(0).standard_normal((20001, 8)).astype(np.float32); "
+            "exact_topk(d[:1], d, 10); print(sorted(m for m in ('torch', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_many_ties_and_constant_rows():
