@@ -33,8 +33,12 @@ browser-deps:
 	  else echo "note: /usr/bin/chromium missing and not root; browser tests will skip"; fi; \
 	fi
 
+# The sidebar offers the collections under EQI_DATA_ROOTS; unset, the ../shared/data beside a checkout.
+SHARED_DATA := $(abspath $(wildcard ../shared/data))
+
 run: setup
-	OPENBLAS_THREAD_TIMEOUT=4 $(BIN)/streamlit run app.py --server.port $(PORT)
+	EQI_DATA_ROOTS="$${EQI_DATA_ROOTS-$(SHARED_DATA)}" OPENBLAS_THREAD_TIMEOUT=4 \
+	  $(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: setup browser-deps
 	$(BIN)/ruff check .
