@@ -1602,6 +1602,11 @@ def _decode_inputs(text: str | None, input_file: Path | None, output: Path | Non
         raise DataError(f"--input {input_file}: not UTF-8 text (byte {exc.start}); expected one text per line") from None
     if not lines:
         raise DataError(f"--input {input_file}: no text in the file; expected one text per line")
+    from eqi_core.encoders import MAX_PASSAGE_CHARS
+
+    for line_no, line in lines:  # refused now, not after the lines before it were decoded
+        if len(line) > MAX_PASSAGE_CHARS:
+            raise DataError(f"--input {input_file}: line {line_no}: {len(line):,} characters; at most {MAX_PASSAGE_CHARS:,}")
     return lines
 
 

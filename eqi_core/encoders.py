@@ -134,6 +134,7 @@ def _unknown_spans(ids, offsets, unk_id, text: str) -> tuple[int, list[str]]:
     return len(ids), [text[a:b] for i, (a, b) in zip(ids, offsets) if i == unk_id]
 
 
+MAX_PASSAGE_CHARS = 100_000  # a pasted passage (Exposure, Decode a passage): longer is refused in one line
 UNREAD_SHARE = 0.1  # below this share of unknown pieces (a "∼10" in an abstract) the vector still reads the text
 
 

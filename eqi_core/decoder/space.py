@@ -262,8 +262,11 @@ class LatentSpace:
         """Queries decoded from a text's embedding (e.g. a passage), each with its cosine to the text
         and the rank the text would get for it among the collection's passages (page and CLI)."""
         from eqi_core.decoder.traversal import check_query
+        from eqi_core.encoders import MAX_PASSAGE_CHARS
 
-        emb = self.encode([check_query(text, "text", "give the text to decode, e.g. a passage")])
+        # a passage, not a query: as long as the Exposure page's pasted passages (the encoder reads its
+        # first word pieces; ``typed_notes`` says how much is cut)
+        emb = self.encode([check_query(text, "text", "give the text to decode, e.g. a passage", MAX_PASSAGE_CHARS)])
         cands = self.decoder(method).decode(emb, n=n)[0]
         c_emb = self.encode([c.text for c in cands])
         return pd.DataFrame({"decoded query": [c.text for c in cands], "source": [c.source for c in cands],

@@ -82,13 +82,17 @@ class Traversal:
         return steps.sort_values(["target_rank", "step"]).iloc[0]
 
 
-def check_query(text: str, what: str = "query", hint: str = "type a query or pick one from the log") -> str:
+MAX_QUERY_CHARS = 1000
+
+
+def check_query(text: str, what: str = "query", hint: str = "type a query or pick one from the log",
+                limit: int = MAX_QUERY_CHARS) -> str:
     """The text with its whitespace collapsed, or one line saying why it cannot be used."""
     text = " ".join(str(text or "").split())
     if not text:
         raise DecoderError(f"{what}: empty; {hint}")
-    if len(text) > 1000:
-        raise DecoderError(f"{what}: {len(text)} characters; at most 1000")
+    if len(text) > limit:
+        raise DecoderError(f"{what}: {len(text):,} characters; at most {limit:,}")
     return text
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.collection import Collection
+from eqi_core.encoders import MAX_PASSAGE_CHARS  # noqa: F401 (re-exported: the pages and lookup read it here)
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
@@ -54,7 +55,6 @@ def exposure_ready(collection: Collection, ranker_id: str, store: ArtifactStore,
             and dense_space_ready(space_for(ranker_id, space), collection, store))
 
 
-MAX_PASSAGE_CHARS = 100_000
 DEFAULT_N_DQ = 100
 
 

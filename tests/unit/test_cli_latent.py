@@ -54,6 +54,29 @@ def test_decode_a_file_notes_each_line_the_encoder_cannot_read(tmp_path):
                              "vector, and every result made from it, says nothing about the text")]
 
 
+def test_decode_takes_passages_longer_than_a_query_and_refuses_a_too_long_line_first(tmp_path, monkeypatch, capsys):
+    """A SciFact-length abstract (1,500 characters) decodes, with the note that the encoder reads only its
+    start; a line over MAX_PASSAGE_CHARS is refused by number before any line is decoded."""
+    from eqi_core import encoders
+    from eqi_core.decoder.space import LatentSpace
+
+    abstract = " ".join(["the sloping land beside a river where the water meets the bank"] * 24)
+    assert 1400 < len(abstract) < 1700
+    result = runner.invoke(app, ["decode", abstract, "-c", TINY, "-n", "1", "--method", "decoder"])
+    assert result.exit_code == 0, result.output
+    assert "characters" not in result.output and "reads" in result.output.lower()  # the encoder's cut, as a note
+    monkeypatch.setattr(encoders, "MAX_PASSAGE_CHARS", 2000)
+    decoded = []
+    monkeypatch.setattr(LatentSpace, "decode_text", lambda self, *a, **k: decoded.append(a) or None)
+    src, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    src.write_text(f"{abstract}\n\n{abstract} {abstract}\n", encoding="utf-8")
+    monkeypatch.setattr("sys.argv", ["eqi", "decode", "-i", str(src), "-o", str(out), "-c", TINY, "--method", "decoder"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2 and decoded == [] and not out.exists()
+    assert capsys.readouterr().err.strip() == f"error: --input {src}: line 3: {2 * len(abstract) + 1:,} characters; at most 2,000"
+
+
 def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_stands(tmp_path):
     """-r bm25: each step's BM25 rank of the target (ties against it) in the CSV, and one line on the query as typed."""
     import pandas as pd
