@@ -5,6 +5,7 @@ show its progress."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,6 @@ from eqi_core.collection import Collection
 from eqi_core.encoders import MAX_PASSAGE_CHARS  # noqa: F401 (re-exported: the pages and lookup read it here)
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
-from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
 from eqi_core.exposure.relq import relq_per_passage, relq_rbp
 from eqi_core.exposure.reverse import (
     BM25Reverse,
@@ -24,6 +24,9 @@ from eqi_core.exposure.reverse import (
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers import build_ranker, is_indexed, ranker_spec, selection_params
 from eqi_core.store import ArtifactStore
+
+if TYPE_CHECKING:  # the heads' module imports torch (1.7 s): loaded when a head is used, not by every page
+    from eqi_core.exposure.learned import LearnedEQI, TrainingConfig
 
 DEFAULT_SPACE = "minilm-l6"  # the dense space of EQI methods when the ranker itself has none
 
@@ -191,6 +194,8 @@ class ExposureSetup:
 
     def learned(self, config: TrainingConfig, exclude_docs: np.ndarray | None,
                 progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
+        from eqi_core.exposure.learned import LearnedEQI, train_or_load
+
         excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
         _, params = self.learned_params(config, excl)
         params = {k: v for k, v in params.items() if k not in ("config", "version")}  # train_or_load adds both

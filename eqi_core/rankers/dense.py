@@ -20,8 +20,8 @@ from eqi_core.store import ArtifactStore
 BLOCK_BYTES = 256 << 20  # bounds the score block; larger blocks measured faster (fewer merges)
 SELECT_ROWS = 512  # queries per GEMM when topk_rows selects (measured: 512 steadier than 256 or 384 on a busy machine)
 KERNEL_MIN_SCORES = 1 << 22  # from here, the fused path: SELECT_ROWS queries per GEMM into one reused buffer
-KERNEL_MIN_SELECT = 1 << 20  # from here, topk_rows selects (numba, loaded once: 0.85 s); below, numpy's
-# sorted_topk, which needs neither numba nor torch (one query against 20,001 passages: 0.35 ms)
+KERNEL_MIN_SELECT = 1 << 20  # from here, topk_rows selects (its compiled kernel loads once: 0.85 s); below, numpy's
+# sorted_topk, which needs no kernel and no torch (one query against 20,001 passages: 0.35 ms)
 COPY_MIN_QUERIES = 6144  # from here, copying the passages as contiguous columns first beats a transposed
 # view (20,001 x 384: the copy costs 18 ms and saves ~1.5% of each GEMM; break-even measured ~5,500 queries)
 FEW_PROBES = 8  # up to this many probes, InnerProductIndex scans an int8 copy (memory-bound); more: blocked GEMM

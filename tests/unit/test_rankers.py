@@ -534,3 +534,27 @@ def test_an_onnx_encoder_refuses_a_folder_that_is_not_mean_pooled(tmp_path):
     with pytest.raises(DataError, match="an ONNX export needs Transformer \\+ mean Pooling"):
         SentenceTransformerEncoder(tmp_path, "cls-pooled", onnx=True)
     assert SentenceTransformerEncoder(tmp_path, "cls-pooled").dim == 384  # the torch path reads it as it is
+
+
+def test_the_collection_pages_dense_search_does_not_import_torch(tmp_path):
+    """The first page's imports and a one-query MiniLM-L6 search (ONNX encoding, numpy's top-k) stay
+    clear of torch (1.7 s to import): the exposure heads and the decoders load it when used."""
+    import subprocess
+    import sys
+
+    from eqi_core.rankers import load_encoder
+    from tests.conftest import TINY_BEIR
+
+    load_encoder("minilm-l6").encode(["bank"])  # its ONNX export in the session's store (made once, with torch)
+    script = (
+        "import sys\n"
+        "import eqi_core.exposure.setup, eqi_core.exposure.result_logs\n"
+        "from eqi_core.loaders import load_collection\n"
+        "from eqi_core.rankers import build_ranker\n"
+        "from eqi_core.store import ArtifactStore\n"
+        f"ranker = build_ranker('minilm-l6', load_collection({str(TINY_BEIR)!r}), ArtifactStore({str(tmp_path)!r}))\n"
+        "print(ranker.search(['river bank'], k=3).frame['doc_id'].tolist()[0])\n"
+        "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, encoding="utf-8",
+                         check=True, cwd=str(ROOT)).stdout.splitlines()
+    assert out == ["d1", "False"]

@@ -66,18 +66,6 @@ def test_sorted_topk_and_merge_equal_a_stable_sort(rows, cols, k, values):
         np.testing.assert_array_equal(m_s, ref_s)
 
 
-def test_one_query_search_imports_neither_torch_nor_numba():
-    """A one-query exact top-k (the CLI's and the Collection page's dense search) stays in numpy."""
-    import subprocess
-    import sys
-
-    code = ("import sys, numpy as np; from eqi_core.rankers.dense import exact_topk; "
-            "d = np.random.default_rng(0).standard_normal((20001, 8)).astype(np.float32); "
-            "exact_topk(d[:1], d, 10); print(sorted(m for m in ('torch', 'numba') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", check=True)
-    assert out.stdout.strip() == "[]"
-
-
 def test_many_ties_and_constant_rows():
     rng = np.random.default_rng(3)
     scores = rng.integers(-3, 4, size=(20, 5000)).astype(np.float32)  # seven values: ties everywhere
