@@ -1497,12 +1497,10 @@ def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card
         atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
     if write_card:
         if methods:  # replace these methods' rows in the card's evaluation, keep the others
+            from eqi_core.decoder.natural_eval import with_rows_replaced
+
             card = json.loads((write_card / "card.json").read_text(encoding="utf-8"))
-            before = card.get("natural_metrics", {})
-            summary = {**before.get("summary", {}), **{k: v for k, v in metrics["summary"].items() if k in methods}}
-            by_source = [r for r in before.get("by_source", []) if r["method"] not in methods] + metrics["by_source"]
-            metrics = {**before, "summary": summary, "by_source": by_source, "settings": before.get("settings", metrics["settings"]),
-                       "updated": {"methods": sorted(methods), "command": metrics["command"]}}
+            metrics = with_rows_replaced(card.get("natural_metrics", {}), metrics, methods)
         _write_card_metrics(write_card, "natural_metrics", metrics)
 
 

@@ -240,20 +240,52 @@ DANGLING = frozenset({"a", "an", "the", "of", "and", "or", "but", "nor", "with",
                       "than", "whose", "which", "its", "their", "his", "her", "our", "your", "my", "both", "either",
                       "neither", "such", "as", "into", "onto", "via", "per", "including", "during", "because", "while",
                       "if", "whether", "although", "though"})
+# a question may strand these at its end, after its verb: "what is famvir prescribed for", "what is it
+# made of", "where does it come from", "what is it known as"; not after a noun ("... the level of")
+STRANDED = frozenset({"of", "for", "with", "from", "by", "as", "into", "onto"})
+QUESTION_STARTS = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "why", "how", "is", "are", "was",
+                             "were", "do", "does", "did", "can", "could", "should", "would", "will"})
+STRANDING_VERBS = frozenset({"made", "known", "born", "come", "comes", "consist", "consists", "go", "goes", "look",
+                             "looks", "use", "used", "mean", "means", "stand", "stands", "belong", "belongs", "grown",
+                             "taken", "given", "built", "done", "paid", "sold", "found", "caught", "run", "live", "lives",
+                             "work", "works", "apply", "applies", "die", "dies", "suffer", "suffers", "qualify", "pay",
+                             "consisting", "looking", "referring", "waiting", "talking", "thinking", "living", "coming"})
 _TRAILING = ",;:-–—("
 
 
 def without_dangling_end(text: str) -> str:
     """``text`` without the words it cannot end on ("a greenhouse of gas resulting from the emission
-    of", "... and both": ``DANGLING``) and a trailing comma, colon or dash: a nucleus sample cut at the
-    decoder's length, or a fragment like the cut sentences it learned from. The first word always
-    stays; whitespace is tidied."""
+    of", "... and both": ``DANGLING``; a question keeps a stranded preposition, ``STRANDED``) and a
+    trailing comma, colon or dash: a nucleus sample cut at the decoder's length, or a fragment like
+    the cut sentences it learned from. The first word always stays; whitespace is tidied."""
     tokens = text.split()
-    while len(tokens) > 1 and (tokens[-1].lower().rstrip(_TRAILING) in DANGLING or not tokens[-1].strip(_TRAILING)):
+    question = bool(tokens) and tokens[0].lower() in QUESTION_STARTS
+    while len(tokens) > 1 and _dangles(tokens, question):
         tokens.pop()
     if tokens and len(tokens[-1]) > 1:
         tokens[-1] = tokens[-1].rstrip(_TRAILING) or tokens[-1]
     return " ".join(tokens)
+
+
+def _dangles(tokens: list[str], question: bool) -> bool:
+    """Whether the last token is one no phrase ends on, keeping a question's preposition stranded
+    after a verb (a participle in -ed / -en, or ``STRANDING_VERBS``)."""
+    token = tokens[-1]
+    word = token.lower().rstrip(_TRAILING)
+    if not token.strip(_TRAILING):
+        return True
+    if word not in DANGLING:
+        return False
+    before = tokens[-2].lower() if len(tokens) > 1 else ""
+    stranded = (question and word in STRANDED and word == token.lower()
+                and (before in STRANDING_VERBS or (len(before) > 4 and before.endswith(("ed", "en")))))
+    return not stranded
+
+
+def ends_dangling(text: str) -> bool:
+    """True when ``without_dangling_end`` would cut something: the text stops on a word no phrase
+    ends on ("... a layer of hair or") or on a comma, colon or dash."""
+    return without_dangling_end(text) != " ".join(text.split())
 
 
 @lru_cache(maxsize=1)

@@ -201,6 +201,20 @@ def round_trip_by_source(rt: pd.DataFrame) -> pd.DataFrame:
     return out.loc[rank.sort_values(["m", "rest", "size"], kind="stable").index].reset_index(drop=True)
 
 
+def with_rows_replaced(before: dict, metrics: dict, methods: list[str]) -> dict:
+    """A card's evaluation (``before``) with ``methods``' rows taken from a re-run (``metrics``, made by
+    ``--only``) and every other row kept, and ``updated``: the command behind each re-run row, so the
+    card says which run each row comes from after several partial re-runs."""
+    summary = {**before.get("summary", {}), **{k: v for k, v in metrics["summary"].items() if k in methods}}
+    by_source = [r for r in before.get("by_source", []) if r["method"] not in methods] + metrics["by_source"]
+    updated = before.get("updated", {})
+    if "methods" in updated:  # the earlier record: one update's methods and command
+        updated = {m: updated["command"] for m in updated["methods"]}
+    updated = {**updated, **{m: metrics["command"] for m in sorted(methods)}}
+    return {**before, "summary": summary, "by_source": by_source, "settings": before.get("settings", metrics["settings"]),
+            "updated": updated}
+
+
 def summary_table(rt: pd.DataFrame | None, p2q: dict[str, pd.DataFrame], lexicon: frozenset[str]) -> pd.DataFrame:
     """One row per method: round trip (F1, cosine), top-k per collection, fluency of its outputs."""
     methods = list(dict.fromkeys([*(rt["method"] if rt is not None else []), *[m for f in p2q.values() for m in f["method"]]]))
@@ -279,8 +293,9 @@ def compare_on_wordnet(store, natural_path, wordnet_path, n_queries: int = 300, 
                          "heldout_share": DecoderTraining().heldout_share}}
 
 
-__all__ = ["round_trip_natural", "round_trip_by_source", "query_family", "passage_to_query_natural", "summary_table", "fluency", "lexicon_of",
-           "first_content_words", "top_cosine_words", "wordnet_words", "compare_on_wordnet"]
+__all__ = ["round_trip_natural", "round_trip_by_source", "query_family", "passage_to_query_natural", "summary_table",
+           "with_rows_replaced", "fluency", "lexicon_of", "first_content_words", "top_cosine_words", "wordnet_words",
+           "compare_on_wordnet"]
 
 
 def corpus_for(store, data_root) -> tuple[pd.DataFrame, dict]:

@@ -405,6 +405,19 @@ def test_rerank_sets_aside_a_stutter_unless_every_candidate_stutters():
     assert fluent(["what is a. a. milne", "a . . . b"]) == ["what is a. a. milne", "a . . . b"]  # initials, dots
 
 
+def test_rerank_sets_aside_a_hypothesis_stopping_mid_phrase_never_cuts_one():
+    from eqi_core.decoder.base import ends_dangling
+    from eqi_core.decoder.rerank import fluent
+
+    assert [ends_dangling(t) for t in ("a layer of hair or", "cost of living,", "what is the", "log in", "the",
+                                       "a hair or covering")] == [True, True, True, False, False, False]
+    pool = ["what is a thermoplastic type of plastics that is often used as a", "what is a thermoplastic used in"]
+    assert fluent(pool) == ["what is a thermoplastic used in"]  # "in" ends phrasal verbs: kept
+    assert fluent(pool[:1]) == pool[:1]  # the only hypothesis stays whole, never trimmed
+    known = {"what", "is", "a", "gloop", "used", "as", "the", "type"}  # a known-word ending beats a made-up word
+    assert fluent(["what is a gloop used as a", "what is a glorp type"], known) == ["what is a gloop used as a"]
+
+
 def test_traversal_never_counts_the_original_query():
     from eqi_core.decoder.traversal import Traversal
 
@@ -583,3 +596,21 @@ def test_round_trip_by_source_groups_the_logs_into_families_by_hand():
     assert (marco["token_f1"], marco["cosine"], marco["words"]) == (0.75, 0.9, 3.0)
     assert table.iloc[0]["token_f1"] == pytest.approx(0.6)
     assert round_trip_by_source(rt.iloc[:0]).empty
+
+
+def test_a_partial_re_run_replaces_its_rows_and_records_each_rows_command():
+    from eqi_core.decoder.natural_eval import with_rows_replaced
+
+    before = {"summary": {"decoder": {"f1": 0.69}, "decoder+rerank": {"f1": 0.72}, "word-edit search": {"f1": 0.1}},
+              "by_source": [{"method": "decoder", "n": 1}, {"method": "decoder+rerank", "n": 1}],
+              "settings": {"beam": 8}, "command": "eqi eval-decoder (all)",
+              "updated": {"methods": ["decoder", "word-edit search"], "command": "run A"}}  # the earlier record
+    rerun = {"summary": {"decoder+rerank": {"f1": 0.73}, "paper": {"f1": 0.75}},
+             "by_source": [{"method": "decoder+rerank", "n": 2}], "settings": {"beam": 4}, "command": "run B"}
+    got = with_rows_replaced(before, rerun, ["decoder+rerank"])
+    assert got["summary"] == {"decoder": {"f1": 0.69}, "decoder+rerank": {"f1": 0.73}, "word-edit search": {"f1": 0.1}}
+    assert got["by_source"] == [{"method": "decoder", "n": 1}, {"method": "decoder+rerank", "n": 2}]
+    assert got["settings"] == {"beam": 8} and got["command"] == "eqi eval-decoder (all)"
+    assert got["updated"] == {"decoder": "run A", "word-edit search": "run A", "decoder+rerank": "run B"}
+    again = with_rows_replaced(got, {**rerun, "command": "run C"}, ["decoder+rerank"])
+    assert again["updated"] == {"decoder": "run A", "word-edit search": "run A", "decoder+rerank": "run C"}
