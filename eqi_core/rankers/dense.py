@@ -81,8 +81,9 @@ def exact_topk(
     GEMM through numpy's BLAS, measured faster than torch's here) and reduced per row: large
     problems by ``topk_rows`` on blocks of ``SELECT_ROWS`` queries, small ones (and non-finite
     scores) by numpy's ``sorted_topk`` (equal scores: lower position first on every path); results
-    are merged across passage blocks, so memory stays near ``block_bytes`` whatever the collection size. ``columns`` (``ColumnBlocks.of(docs)``, made
-    once by a caller that searches the same passages again) saves the per-call layout copy.
+    are merged across passage blocks, so memory stays near ``block_bytes`` whatever the collection
+    size. ``columns`` (``ColumnBlocks.of(docs)``, made once by a caller that searches the same
+    passages again) saves the per-call layout copy.
     On CPUs with VNNI, large problems take ``int8_gemm``'s path instead: an int8 GEMM picks the
     candidates within a proven bound and they are re-scored in float64 (the same top k; scores
     within float32 rounding of the fp32 GEMM's).
