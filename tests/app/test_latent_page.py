@@ -78,6 +78,17 @@ def test_decode_box(app):
     assert decoded["passage's rank"].tolist() == expected.tolist()
 
 
+def test_a_passage_longer_than_a_query_is_decoded_with_a_note_on_what_the_encoder_reads(app):
+    """A SciFact-length abstract (over 1,000 characters, a query's limit) decodes; the note says the
+    encoder reads its first word pieces only."""
+    at = open_page(app, query="river bank")
+    abstract = " ".join(["the sloping land beside a river where the water meets the bank"] * 24)
+    at.text_area(key="lat_decode_text").set_value(abstract).run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert any("reads only the first 256" in w.value for w in at.warning)
+    assert any("decoded query" in d.value.columns for d in at.dataframe)
+
+
 def test_text_the_encoder_cannot_read_is_walked_and_decoded_with_a_warning(app):
     """A typed query with an emoji and a pasted passage of emoji: MiniLM-L6 reads them as [UNK]."""
     at = open_page(app, query="river 😀", target="d1")
