@@ -22,7 +22,6 @@ from eqi_core.exposure.relq import (
     relq_rbp,
 )
 from eqi_core.exposure.setup import (  # noqa: F401
-    MAX_PASSAGE_CHARS,
     ExposureSetup,
     digest,
     exposure_ready,

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from eqi_core.encoders import text_notes
+from eqi_core.encoders import MAX_PASSAGE_CHARS, text_notes
 from eqi_core.errors import DataError
 from eqi_core.exposure.relq import PATIENCE_GAMMAS, RelqSpec, relq, relq_rbp
-from eqi_core.exposure.setup import MAX_PASSAGE_CHARS, ExposureSetup
+from eqi_core.exposure.setup import ExposureSetup
 from eqi_core.rankers import ranker_spec
 
 

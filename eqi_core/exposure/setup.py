@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.collection import Collection
-from eqi_core.encoders import MAX_PASSAGE_CHARS  # noqa: F401 (re-exported: the pages and lookup read it here)
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
 from eqi_core.exposure.relq import relq_per_passage, relq_rbp
