@@ -952,6 +952,10 @@ def train_decoder_cmd(
     average: float = typer.Option(0.0, "--average", min=0.0, max=0.9999,
                                   help="natural: keep a running average of the weights with this decay "
                                   "(e.g. 0.999) and ship the average (0: the last weights)"),
+    cosine: float = typer.Option(0.0, "--cosine", min=0.0, max=100.0,
+                                 help="natural: weight of the encoder's judgment of the decoder's own free-running "
+                                 "samples (each pushed toward the samples that land closest to their point; 0: none)"),
+    samples: int = typer.Option(4, "--samples", min=2, max=64, help="natural, with --cosine: samples drawn per point"),
 ) -> None:
     """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
     import time
@@ -967,12 +971,15 @@ def train_decoder_cmd(
             raise DataError(f"--device {device}: expected cpu, or cuda on a machine with a CUDA GPU")
     if init is not None and not natural:
         raise DataError(f"--init {init}: only the natural decoder (--natural) trains from another decoder's weights")
+    if cosine and not natural:
+        raise DataError(f"--cosine {cosine}: only the natural decoder (--natural) trains with the encoder's judgment")
     if natural:
         from eqi_core.decoder.natural import NaturalTraining, train_natural
 
         cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed,
                               query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup,
-                              dropout=dropout, word_dropout=word_dropout, styles=styles, average=average)
+                              dropout=dropout, word_dropout=word_dropout, styles=styles, average=average,
+                              cosine=cosine, samples=samples)
         if corpus is None:
             from eqi_core.decoder.natural_eval import corpus_path_for
 

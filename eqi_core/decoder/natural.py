@@ -26,6 +26,7 @@ import torch
 from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, card_of, dedupe, detokenize, function_words, stutters, words
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.corpus import QUERY_KINDS
+from eqi_core.decoder.cosine import Judge, cosine_term, encoder_judge
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
 from eqi_core.decoder.neural import encoder_tokenizer, encoder_word_embeddings, token_specials
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
@@ -56,6 +57,8 @@ class NaturalTraining:
     word_dropout: float = 0.0  # share of teacher-forced input tokens replaced by [MASK] (leans on the embedding)
     styles: bool = False  # learn a style per kind of text (query / passage sentence); decoding asks for a query
     average: float = 0.0  # decay of a running average of the weights (0: none); the average is what is kept
+    cosine: float = 0.0  # weight of the encoder's judgment of free-running samples (``cosine.py``; 0: none)
+    samples: int = 4  # samples drawn per training point for that judgment
 
     def validate(self) -> None:
         checks = [(self.steps >= 1, "steps must be >= 1"), (self.batch_size >= 2, "batch_size must be >= 2"),
@@ -63,7 +66,9 @@ class NaturalTraining:
                   (self.noise >= 0, "noise must be >= 0"), (1 <= self.n_layers <= 12, "n_layers must be in 1..12"),
                   (4 <= self.max_len <= 128, "max_len must be in 4..128"),
                   (0 <= self.dropout < 1, "dropout must be in [0, 1)"), (0 <= self.word_dropout < 1, "word_dropout must be in [0, 1)"),
-                  (0 <= self.average < 1, "average must be in [0, 1)")]
+                  (0 <= self.average < 1, "average must be in [0, 1)"), (self.cosine >= 0, "cosine must be >= 0"),
+                  (not self.cosine or self.samples >= 2, "samples must be >= 2 (each sample is judged against its siblings)"),
+                  (not (self.cosine and self.styles), "cosine with styles is not supported (samples are drawn without a style)")]
         require(checks)
 
 
@@ -103,10 +108,18 @@ def encode_for_training(encoder, texts: list[str], device: str, progress: Progre
 # -- training ---------------------------------------------------------------------------------------
 def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, is_query: np.ndarray,
                cfg: NaturalTraining, work: Path | None = None, device: str = "cpu", progress: ProgressFn | None = None,
-               stop_after: int | None = None, deadline: float | None = None, mask_id: int | None = None) -> list[float]:
-    """Train in place (resuming from ``work``); return the loss per step. ``stop_after`` steps or a
-    ``deadline`` (time.time()) end this call early with a checkpoint; rerunning continues.
-    ``mask_id``: the token that ``cfg.word_dropout`` of the input tokens (after BOS) become."""
+               stop_after: int | None = None, deadline: float | None = None, mask_id: int | None = None,
+               judge: Judge | None = None, first_banned: torch.Tensor | None = None,
+               cosines: list[float] | None = None) -> list[float]:
+    """Train in place (resuming from ``work``); return the teacher-forced loss per step. ``stop_after``
+    steps or a ``deadline`` (time.time()) end this call early with a checkpoint; rerunning continues.
+    ``mask_id``: the token that ``cfg.word_dropout`` of the input tokens (after BOS) become. With
+    ``cfg.cosine``, ``judge`` (the encoder reading ids back) scores ``cfg.samples`` free-running
+    samples per point (``cosine.cosine_term``; ``first_banned``: output rows never written first) and
+    ``cosines`` receives their mean cosine per step, every step since the start."""
+    if cfg.cosine and judge is None:
+        raise ValueError("train_loop: cfg.cosine needs a judge (the encoder reading samples back)")
+    cosines = [] if cosines is None else cosines
     model.to(device)
     decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
@@ -115,7 +128,7 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(cfg, step))
     average = ({k: p.detach().clone().float() for k, p in model.named_parameters() if p.requires_grad}
                if cfg.average else None)
-    start, losses = load_state(work, model, opt, sched, device, average) if work else (0, [])
+    start, losses = load_state(work, model, opt, sched, device, average, series={"cosines": cosines}) if work else (0, [])
     x = torch.from_numpy(emb.astype(np.float32)).to(device)
     tokens = tokens.to(device)
     lengths = (tokens != model.cfg.pad_id).sum(1)
@@ -147,8 +160,14 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
         style = torch.from_numpy((~is_query[idx]).astype(np.int64)).to(device) if model.cfg.n_styles else None
         with autocast:
             loss = model.loss(e, ids, inputs, style)
+            total = loss
+            if cfg.cosine:  # the draws seeded by the step too, on the training device
+                gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
+                term, mean_cos = cosine_term(model, e, judge, cfg.samples, gen, first_banned)
+                total = loss + cfg.cosine * term
+                cosines.append(mean_cos)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
@@ -159,7 +178,7 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
         last = step + 1 == cfg.steps
         stop = (stop_after is not None and done_here >= stop_after) or (deadline is not None and time.time() > deadline)
         if work and ((step + 1) % cfg.checkpoint_every == 0 or last or stop):
-            save_state(work, model, opt, sched, step + 1, losses, average)
+            save_state(work, model, opt, sched, step + 1, losses, average, series={"cosines": cosines} if cfg.cosine else None)
         report(step + 1, cfg.steps)
         if stop:
             break
@@ -170,6 +189,12 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
                     p.copy_(average[k].to(p.dtype))
     model.eval().to("cpu")
     return losses
+
+
+def continuation_rows(tok, out_ids) -> torch.Tensor:
+    """Output rows whose token continues a word ("##ing"): never a text's first token."""
+    return torch.tensor([j for j, i in enumerate(list(out_ids)) if (tok.id_to_token(int(i)) or "").startswith("##")],
+                        dtype=torch.long)
 
 
 def update_average(average: dict[str, torch.Tensor], model: torch.nn.Module, decay: float, step: int) -> None:
@@ -234,7 +259,8 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     texts = train["text"].tolist()
     tok, sha = encoder_tokenizer(encoder)
     start = init_summary(Path(init)) if init is not None else None
-    recipe = {k: v for k, v in asdict(cfg).items() if k not in ("styles", "average") or v}  # older keys unchanged
+    optional = ("styles", "average", "cosine", "samples")  # in the key only when used: older keys unchanged
+    recipe = {k: v for k, v in asdict(cfg).items() if k not in optional or (cfg.cosine if k == "samples" else v)}
     params = {"corpus": summary["digest"], "encoder": encoder.id, "tokenizer": sha, "training": recipe,
               "version": NATURAL_VERSION, **({"init": start["weights_sha256"]} if start else {})}
     found = store.load("natural-decoder", params)
@@ -269,9 +295,12 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
     tokens = token_matrix(tok, texts, bos, eos, pad, cfg.max_len)
     is_query = train["kind"].isin(QUERY_KINDS).to_numpy()  # real queries and the decoder's own samples
     work = store.work_dir("natural-decoder", params)
+    judge = encoder_judge(encoder, device, bos, eos, pad) if cfg.cosine else None
+    cosines: list[float] = []
     started = time.time()
     losses = train_loop(model, emb, tokens, is_query, cfg, work, device, progress, stop_after, deadline,
-                        mask_id=tok.token_to_id("[MASK]"))
+                        mask_id=tok.token_to_id("[MASK]"), judge=judge, first_banned=continuation_rows(tok, out_ids),
+                        cosines=cosines)
     elapsed = time.time() - started
     log = work / "timing.json"
     timing = json.loads(log.read_text(encoding="utf-8")) if log.is_file() else {"calls": []}
@@ -292,6 +321,9 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
                 **({"styles": {"names": list(STYLES), "decodes": STYLES[0],
                                "trained": "each text's own: query-log texts 0, passage sentences 1"}} if cfg.styles else {}),
                 "loss_first_100": float(np.mean(losses[:100])), "loss_last_500": float(np.mean(losses[-500:])),
+                **({"cosine_first_100": float(np.mean(cosines[:100])), "cosine_last_500": float(np.mean(cosines[-500:])),
+                    "cosine_judge": f"{encoder.id} reading {cfg.samples} free-running samples per point back "
+                                    "(mean cosine of the samples to their point)"} if cfg.cosine else {}),
                 "trained_on": timing["calls"], "train_seconds": round(sum(c["seconds"] for c in timing["calls"]), 1),
                 "command": command}
         save_natural(model, tmp, card)
@@ -363,8 +395,7 @@ class NaturalDecoderModel:
         vocab = tok.get_vocab()
         out = model.out_ids.tolist()
         stop = function_words()
-        self.first_banned = torch.tensor([j for j, i in enumerate(out) if (tok.id_to_token(i) or "").startswith("##")],
-                                         dtype=torch.long)
+        self.first_banned = continuation_rows(tok, out)
         no_repeat = torch.zeros(len(out), dtype=torch.bool)
         for j, i in enumerate(out):
             t = tok.id_to_token(i) or ""

@@ -129,19 +129,23 @@ CHECKPOINT = "state.pt"
 
 
 def save_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched, step: int,
-               losses: list[float], average: dict[str, torch.Tensor] | None = None) -> None:
-    """One file (model, optimizer, scheduler, step, losses and the weights' running ``average``
-    where training keeps one) renamed into place: never torn."""
+               losses: list[float], average: dict[str, torch.Tensor] | None = None,
+               series: dict[str, list[float]] | None = None) -> None:
+    """One file (model, optimizer, scheduler, step, losses, the weights' running ``average`` and
+    other per-step ``series`` where training keeps them) renamed into place: never torn."""
     extra = {"average": {k: v.cpu() for k, v in average.items()}} if average is not None else {}
+    if series:
+        extra["series"] = {k: list(v) for k, v in series.items()}
     with atomic_path(folder / CHECKPOINT) as tmp:
         torch.save({"model": {k: v.cpu() for k, v in model.state_dict().items()}, "optimizer": opt.state_dict(),
                     "scheduler": sched.state_dict(), "step": step, "losses": losses, **extra}, tmp)
 
 
 def load_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched,
-               device: str = "cpu", average: dict[str, torch.Tensor] | None = None) -> tuple[int, list[float]]:
+               device: str = "cpu", average: dict[str, torch.Tensor] | None = None,
+               series: dict[str, list[float]] | None = None) -> tuple[int, list[float]]:
     """Resume from the checkpoint (tensors and plain values only: ``weights_only=True``); a running
-    ``average`` is filled in place."""
+    ``average`` and the lists of ``series`` are filled in place."""
     path = folder / CHECKPOINT
     if not path.is_file():
         return 0, []
@@ -155,6 +159,8 @@ def load_state(folder: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
     if average is not None:
         for k, v in state["average"].items():
             average[k].copy_(v)
+    for name, values in (series or {}).items():
+        values[:] = state.get("series", {}).get(name, [])
     return int(state["step"]), list(state["losses"])
 
 
