@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,8 +221,18 @@ class SentenceTransformerEncoder:
         else:
             self.dim, self._max_length = pipeline
         if self.onnx:
-            self._runtime = onnx_runtime(lambda: self.model, self.path, self.dim, self._max_length)
             self.backend = ONNX_BACKEND
+        self._runtime_lock = threading.Lock()
+
+    @property
+    def runtime(self) -> OnnxTextRuntime:
+        """The ONNX path (``onnx=True``), exported into the store on the first encoding: what needs
+        only the tokenizer, the word embeddings or the torch model (training a decoder on a GPU)
+        never waits for an export."""
+        with self._runtime_lock:
+            if self._runtime is None:
+                self._runtime = onnx_runtime(lambda: self.model, self.path, self.dim, self._max_length)
+            return self._runtime
 
     @property
     def model(self):
@@ -275,8 +286,8 @@ class SentenceTransformerEncoder:
         return _fast_unread(self.fast_tokenizer(), text)
 
     def _encode_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
-        if self._runtime is not None:
-            return self._runtime.encode(texts, batch_size)
+        if self.onnx:
+            return self.runtime.encode(texts, batch_size)
         return self.model.encode(
             texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
             show_progress_bar=False,

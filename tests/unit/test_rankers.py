@@ -280,7 +280,7 @@ def test_default_encoder_runs_an_onnx_export_of_the_same_weights():
     # exported with eager attention (no SDPA guards in the graph), from a copy: the live model keeps its own
     import onnx
 
-    ops = {node.op_type for node in onnx.load(enc._runtime.model_file).graph.node}
+    ops = {node.op_type for node in onnx.load(enc.runtime.model_file).graph.node}
     assert "MatMul" in ops and "IsNaN" not in ops
     assert enc.model[0].auto_model.config._attn_implementation != "eager"
     assert "path" not in embeddings_artifact("minilm-l3-onnx", {"field": "passages"})[1]
