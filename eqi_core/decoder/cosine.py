@@ -61,10 +61,11 @@ def sequence_logp(model: BertPrefixDecoder, emb: torch.Tensor, rows: torch.Tenso
     h = model.hidden(emb, rows[:, :-1])
     target = rows[:, 1:]
     keep = target != model.cfg.pad_id
-    logits = model.logits(h).float()
-    rows_out = model.out_index[target].clamp(min=0)  # PAD has no output row; its places are masked
-    logp = F.log_softmax(logits, dim=-1).gather(-1, rows_out.unsqueeze(-1)).squeeze(-1) * keep
-    return logp.sum(1) / keep.sum(1).clamp(min=1)
+    logp = F.log_softmax(model.logits(h[keep]).float(), dim=-1)  # the real places only (as ``loss``)
+    picked = logp.gather(-1, model.out_index[target[keep]].unsqueeze(-1)).squeeze(-1)
+    row = torch.arange(len(rows), device=rows.device).unsqueeze(1).expand_as(target)[keep]
+    total = torch.zeros(len(rows), dtype=picked.dtype, device=rows.device).index_add(0, row, picked)
+    return total / keep.sum(1).clamp(min=1)
 
 
 def leave_one_out(rewards: torch.Tensor) -> torch.Tensor:
