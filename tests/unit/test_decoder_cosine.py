@@ -112,3 +112,30 @@ def test_bad_settings_are_refused_in_one_line():
         with pytest.raises(DataError, match=message) as err:
             cfg.validate()
         assert "\n" not in str(err.value)
+
+
+def test_a_judged_fine_tune_records_the_samples_cosine_and_keys_apart(tmp_path):
+    """``train_natural`` with ``cosine``: the encoder judges the shipped decoder's samples, the card
+    records their mean cosine and the recipe, and the store keeps it apart from the plain fine-tune."""
+    from eqi_core.decoder.corpus import CorpusRecipe, build_corpus
+    from eqi_core.decoder.natural import train_natural
+    from eqi_core.decoder.space import shipped_natural_decoder
+    from eqi_core.rankers import load_encoder
+    from eqi_core.store import ArtifactStore
+    from tests.conftest import TINY_BEIR
+
+    log = tmp_path / "log.tsv"
+    log.write_text("".join(f"q{i}\twhat is thing number {i}\n" for i in range(40)), encoding="utf-8")
+    corpus = tmp_path / "c.parquet"
+    build_corpus(CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 3}, passage_share=0.5), corpus)
+    encoder, first = load_encoder("minilm-l6"), shipped_natural_decoder("minilm-l6")
+    store = ArtifactStore(tmp_path / "store")
+    judged = train_natural(corpus, encoder, store, NaturalTraining(steps=2, batch_size=2, lr=1e-9, warmup=1, query_share=1.0,
+                                                                   cosine=1.0, samples=2), init=first)
+    card = judged.card
+    assert card["training"]["cosine"] == 1.0 and card["training"]["samples"] == 2
+    assert 0 < card["cosine_first_100"] <= 1 and card["cosine_last_500"] == card["cosine_first_100"]
+    assert "minilm-l6 reading 2 free-running samples" in card["cosine_judge"]
+    plain = train_natural(corpus, encoder, store, NaturalTraining(steps=2, batch_size=2, lr=1e-9, warmup=1, query_share=1.0),
+                          init=first)
+    assert "cosine_first_100" not in plain.card and plain.card["_folder"] != card["_folder"]
