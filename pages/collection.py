@@ -87,7 +87,7 @@ if demo and (collection.source == "wordnet:20000" or collection.source.split("#"
             col.page_link("pages/exposure.py", label=f"Exposure under {ranker_spec(ranker_id).name}",
                           icon=":material/travel_explore:", query_params={"collection": demo, "ranker": ranker_id,
                                                                           "passage": WEB_LOG_DEMO_PASSAGE, "ndq": "20"})
-        d3.page_link("pages/exposure.py", label="Who gains it, who loses it: BM25 against MiniLM-L6",
+        d3.page_link("pages/exposure.py", label="Who gains it: BM25 vs MiniLM-L6",
                      icon=":material/swap_horiz:", query_params={"collection": demo, "ranker": "bm25", "compare": "minilm-l6",
                                                                  "passage": WEB_LOG_DEMO_PASSAGE, "ndq": "20"})
         st.caption("First visit: a few minutes to encode 14,581 passages and 6,980 queries. A system's own result log "

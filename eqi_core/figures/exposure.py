@@ -38,8 +38,8 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
         shown_rank = [f"{int(r)}" if np.isfinite(r) else f"not in top {n_qd}" for r in f["rank"]]
         for flag in (False, True):
             sel = is_shared == flag
-            fig.add_trace(go.Bar(
-                x=f["position"][sel], y=height[sel], showlegend=False,
+            fig.add_trace(go.Bar(  # width fixed: sparse shared positions would widen their bars over the neighbours
+                x=f["position"][sel], y=height[sel], showlegend=False, width=0.9,
                 marker=dict(color=method_colour(name), pattern_shape="/" if flag else "", line_width=0),
                 customdata=np.stack([f["query"][sel], np.asarray(shown_rank, dtype=object)[sel],
                                      f["query_id"].astype(str)[sel]], axis=1),

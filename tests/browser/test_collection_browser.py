@@ -19,6 +19,9 @@ def test_search_bank_in_real_browser(dashboard, page):
     caption = page.get_by_text("Logged query interest", exact=False).first
     caption.wait_for(timeout=60_000)
     assert "judged passages in the top 10" in caption.inner_text()
+    from tests.browser.conftest import wait_until_idle
+
+    wait_until_idle(page)  # the caption comes before the rest of the run (the chart, the "Stop" widget)
     page.wait_for_timeout(1500)  # let plotly finish drawing before the screenshot
     path = screenshot_path("collection.png")
     page.screenshot(path=str(path), full_page=True)

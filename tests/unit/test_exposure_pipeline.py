@@ -174,6 +174,7 @@ def test_exposure_figures():
     assert [t.name for t in legend] == ["only this method", "retrieved by all methods"]
     assert {t.marker.color for t in legend} == {"#9A9A9A"}  # the hatching's key, not one method's colour
     assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0  # below the x-axis title
+    assert {t.width for t in fig.data if len(t.x) and t.x[0] is not None} == {0.9}  # one position wide, however sparse
     grid = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=[0.5, 1.0], columns=[0.5, 1.0])
     heat = figs.relq_heatmaps({"x": grid, "y": grid})
     assert [t.type for t in heat.data] == ["heatmap", "scatter", "heatmap", "scatter"]  # each panel's clickable cells

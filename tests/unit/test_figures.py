@@ -37,6 +37,11 @@ def test_result_grades_colours_unjudged_grey_with_a_legend_entry_per_grade():
     assert fig.data[0].marker.color == "#4C78A8" and list(fig.data[0].x) == [1, 3]
     assert fig.data[1].marker.color == "#DDDDDD" and list(fig.data[1].x) == [2]
     assert fig.data[1].customdata[0][0] == "unjudged" and fig.layout.barmode == "overlay"
+    # every bar one rank wide whatever the spacing of its grade's ranks (plotly's default: a trace's own
+    # smallest gap, so grade 1 at ranks 4, 6, 9 drew bars 1.6 wide over their neighbours)
+    sparse = pd.DataFrame({"rank": range(1, 11), "score": [1.0] * 10, "grade": [None] * 3 + [1, None, 1, None, None, 1, None],
+                           "doc_id": list("abcdefghij")})
+    assert {t.width for t in result_grades(sparse).data} == {0.8}
 
 
 def test_many_legend_entries_go_beside_the_plot_not_over_it():
