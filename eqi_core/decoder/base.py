@@ -128,10 +128,62 @@ def has_mojibake(text: str) -> bool:
     return bool(_MOJIBAKE.search(text))
 
 
+# A decoder that spells words piece by piece can glue letters to letters with a sign between them:
+# "schnau´tpa´sca", "lifenɛodori". ``words`` splits such a string at the sign into parts the word list
+# may know ("tpa", "sca"), so each side of a sign inside a word is held to what real text does there
+# ("co₂", "m²", "45°c", "£50", "james´s"): the letters before it a known word or a number, those after
+# it a number or one letter.
+_RUN = re.compile(r"[a-z0-9]+|[^a-z0-9]+")
+
+
+def glues_made_up_word(word: str, known, inner_only: bool = True) -> bool:
+    """Whether ``word`` (no space in it) joins runs of letters across a sign as real text does not.
+    ``inner_only``: only a non-ASCII sign with letters on both sides counts, not a dash or an
+    apostrophe (written text: "“word”", "(een-2)-induced", "5‐ht" are fine); otherwise any sign does, at the edges too (the decoding constraint,
+    which reads WordPiece pieces, where a sign inside a word is never followed by more letters). The
+    run after the last sign may still be growing: the rule holds for it as it stands."""
+    runs = _RUN.findall(word.lower())
+    for i, run in enumerate(runs):
+        if run[0] in _ALNUM:
+            continue
+        before = runs[i - 1] if i > 0 else ""
+        after = runs[i + 1] if i + 1 < len(runs) else ""
+        if inner_only and (run.isascii() or not before or not after or all(_joins(ch) for ch in run)):
+            continue
+        if before and not (before in known or before.isdigit()):
+            return True
+        if len(after) > 1 and not after.isdigit():
+            return True
+    return False
+
+
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _joins(ch: str) -> bool:
+    """A hyphen or dash of any script ("5‐ht", "tnf–α") or a typeset apostrophe ("that’s"): written
+    text joins words with them as with "-" and "'"."""
+    return ch in "’‘′" or unicodedata.category(ch) == "Pd"
+
+
+def made_up_words(text: str, known) -> list[str]:
+    """The words of ``text`` (as ``words`` splits it) that are not known (``is_known_word``), with
+    every part of a word glued up across a sign (``glues_made_up_word``) among them."""
+    out = []
+    for token in text.lower().split():
+        parts = words(token)
+        if not token.isascii() and glues_made_up_word(token, known):
+            out += parts
+        else:
+            out += [w for w in parts if not is_known_word(w, known)]
+    return out
+
+
 def uses_known_words(text: str, known) -> bool:
-    """Every word of ``text`` known (``is_known_word``) and no garbled character between them: the
-    test a candidate passes to be shown when some candidate does."""
-    return not has_mojibake(text) and all(is_known_word(w, known) for w in words(text))
+    """Every word of ``text`` known (``is_known_word``), none glued up from parts across a sign
+    (``glues_made_up_word``), and no garbled character between them: the test a candidate passes to
+    be shown when some candidate does."""
+    return not has_mojibake(text) and not made_up_words(text, known)
 
 
 # a plural possessive ("legionnaires ' disease"): joined only when it is the text's one spaced

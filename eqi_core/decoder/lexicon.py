@@ -5,7 +5,8 @@ A decoder that spells words piece by piece (WordPiece) can invent words: "etcanr
 passage sentences, WordNet lemmas; never held-out items), shipped beside the weights as
 ``lexicon.txt.gz``. ``WordConstraint`` keeps beam search and sampling to those words: a piece that
 continues a word must keep it a prefix of a known word, a word may end only when it is known (or a
-number), and a content word is never used twice in one output. Beam search also keeps to outputs that say
+number), a sign inside a word glues no made-up word ("schnau´tpa": ``base.glues_made_up_word``), and a
+content word is never used twice in one output. Beam search also keeps to outputs that say
 nothing twice in a row (``stutter_free``: "been been", "- -", "0, 0,"); sampled candidates are
 filtered for that afterwards instead, one by one. A row with no allowed continuation falls back to
 the model's own choice, so decoding never stalls.
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eqi_core.decoder.base import DecoderError, is_known_word, terms, words
+from eqi_core.decoder.base import DecoderError, glues_made_up_word, is_known_word, terms, words
 from eqi_core.decoder.corpus import SYNTHETIC_KIND
 from eqi_core.store import atomic_path, content_digest
 
@@ -121,6 +122,7 @@ class WordConstraint:
         self.stutter_free = stutter_free
         self._ends: dict[tuple[str, frozenset], bool] = {}  # by (word, words used): the word list's answer
         self._piece_words = [words(p) for p in self.pieces]
+        self._plain = [p.isascii() and p.isalnum() for p in self.pieces]  # letters and digits only
 
     def stutter_free_copy(self) -> WordConstraint:
         """The same word list and rules, outputs that say nothing twice in a row."""
@@ -164,9 +166,14 @@ class WordConstraint:
         (sampling asks this for up to 200 rows of each hypothesis at every step)."""
         current, used = state[0], state[1]
         ends = used_after = None
+        plain = not current or (current.isascii() and current.isalnum())
         out = []
         for row in rows:
             if self.continues[row]:
+                if not (plain and self._plain[row]) and glues_made_up_word(
+                        current + self.pieces[row], self.lexicon, inner_only=False):
+                    out.append(False)  # "schnau" + "´", "´" + "tp": letters glued across a sign
+                    continue
                 grown, avoid = words(current + self.pieces[row]), used
             else:
                 if ends is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from eqi_core.decoder.base import content_words, is_known_word, repeats_a_content_word, words
+from eqi_core.decoder.base import content_words, made_up_words, repeats_a_content_word, words
 from eqi_core.decoder.evaluate import PAPER, token_f1
 from eqi_core.decoder.nearest import NearestQueryDecoder
 from eqi_core.progress import ProgressFn
@@ -94,10 +94,11 @@ def wordnet_words() -> frozenset[str]:
 
 def fluency(texts: list[str], lexicon: frozenset[str]) -> dict:
     """Non-word share (of all output words; a compound counts as known when its parts are:
-    ``is_known_word``), share of outputs repeating a content word (the same
-    word; ``repeat_inflected``: also in another form, "bake ... baking"), mean words."""
+    ``is_known_word``; every part of a word glued up across a sign, "schnau´tpa´sca", counts as a
+    non-word: ``made_up_words``), share of outputs repeating a content word (the same word;
+    ``repeat_inflected``: also in another form, "bake ... baking"), mean words."""
     all_words = [w for t in texts for w in words(t)]
-    nonword = sum(1 for w in all_words if not is_known_word(w, lexicon))
+    nonword = sum(len(made_up_words(t, lexicon)) for t in texts)
     repeat = sum(1 for t in texts if repeats_a_content_word(t))
     inflected = sum(1 for t in texts if repeats_a_content_word(t, inflected=True))
     n = max(1, len(texts))

@@ -76,7 +76,9 @@ class RerankDecoder:
             new = [[t for t in fluent([c.text for c in m], lexicon) if t not in cos[i]] for i, m in zip(live, more)]
             for i, scored in zip(live, self._score_rows(new, x[live])):
                 cos[i].update(scored)
-        return [self._ranked(c, b, n) for c, b in zip(cos, beams)]
+        # the rules once more over the whole pool: a feedback round whose every text was set aside kept them
+        # all ("... engineering: definitiona¦"), and none may beat a clean text of the first round
+        return [self._ranked({t: c[t] for t in fluent(list(c), lexicon)}, b, n) for c, b in zip(cos, beams)]
 
     def _score_rows(self, texts: list[list[str]], targets: np.ndarray) -> list[dict[str, float]]:
         """Cosine of each row's texts to that row's target, with one encoder call for all rows."""

@@ -85,6 +85,25 @@ def test_constraint_hand_cases():
     assert not c.allows(c.advance(s, row["x"]), row["[SEP]"])  # "runx" may not end
 
 
+def test_a_sign_inside_a_word_glues_no_made_up_word():
+    """"schnau" + "´" + "tpa": ``words`` splits at the sign into parts that each pass a prefix test, so
+    the constraint holds each side of a sign inside a word to what real text does there."""
+    lexicon = Lexicon(["co", "cat", "m", "the", "tpa"])
+    pieces = ["[SEP]", "co", "schnau", "´", "tpa", "##´", "##₂", "##²", "##tpa", "##t", "##50", "£", "the", "m"]
+    c = WordConstraint(lexicon, [p.removeprefix("##") for p in pieces], [p.startswith("##") for p in pieces], STOP)
+    row = {p: i for i, p in enumerate(pieces)}
+    co, schnau, sign = (c.advance(c.start(), row[p]) for p in ("co", "schnau", "´"))
+    assert c.allows(co, row["##₂"]) and c.allows(c.advance(c.start(), row["m"]), row["##²"])  # "co₂", "m²"
+    assert not c.allows(schnau, row["##´"])  # "schnau´": the letters before a sign must be a known word
+    assert c.allows(co, row["##´"])  # "co´" may stand: "co" is a word
+    glued = c.advance(co, row["##´"])
+    assert not c.allows(glued, row["##tpa"]) and c.allows(glued, row["##t"])  # one letter after a sign, as "james´s"
+    assert not c.allows(sign, row["##tpa"])  # a sign that starts a word is not followed by letters either
+    pound = c.advance(c.start(), row["£"])
+    assert c.allows(pound, row["##50"])  # "£50"
+    assert c.allows(co, row["the"]) and c.allows(co, row["[SEP]"])  # plain words as before
+
+
 def test_a_piece_word_run_said_twice_in_a_row_is_a_stutter_but_dots_and_initials_are_not():
     for tail in [("been", "been"), ("-", "-"), ("the", "the"), ("a", "a"), ("0", ",", "0", ","),
                  ("[", "1", "]", "[", "1", "]"), ("we", "say", "new", "york", "new", "york")]:
@@ -160,6 +179,29 @@ def test_rerank_sets_aside_fallback_words_unless_nothing_else_is_left():
     assert fluent(texts) == ["big cats run", "big catx run", "the sun"]  # the repeat set aside
     assert fluent(texts, LEXICON.known) == ["big cats run", "the sun"]  # and the made-up word
     assert fluent(["catx"], LEXICON.known) == ["catx"]  # never an empty pool
+
+
+def test_rerank_holds_the_feedback_rounds_texts_to_the_same_rules_as_the_first_rounds():
+    """A feedback round whose every text breaks a rule keeps them all (a pool is never empty), so the
+    rules run once more over the whole pool: the judge's favourite made-up text never beats a clean one."""
+    import numpy as np
+
+    from eqi_core.decoder.base import Candidate
+    from eqi_core.decoder.rerank import RerankDecoder
+
+    class Base:
+        lexicon = LEXICON.known
+
+        def decode(self, x, n=5, beam=None):
+            texts = ["big cats run", "the sun"] if n == 8 else ["big catx run", "big catzz run"]  # feedback: made up
+            return [[Candidate(t, 0.0, source="decoded") for t in texts] for _ in x]
+
+    class Judge:  # the made-up texts are the nearest to the point
+        def encode(self, texts, batch_size=0):
+            return np.array([[1.0, 0.0] if "catx" in t or "catzz" in t else [0.6, 0.8] for t in texts])
+
+    got = RerankDecoder(Base(), Judge(), samples=0).decode(np.array([[1.0, 0.0]]), n=3)[0]
+    assert [c.text for c in got] == ["big cats run", "the sun"]
 
 
 def test_rerank_sets_aside_a_word_repeated_in_another_form_while_anything_else_is_left():

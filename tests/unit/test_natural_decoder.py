@@ -318,6 +318,9 @@ def test_copy_baselines_and_fluency_hand_cases():
     assert f["repeat"] == pytest.approx(1 / 4) and f["words"] == pytest.approx(3.0)
     assert f["repeat_inflected"] == pytest.approx(2 / 4)  # 'banking bank': one word in two forms
     assert fluency(["a river-bank", "a rivver-bank"], lex)["nonword"] == pytest.approx(1 / 4)  # compounds by their parts
+    glued = fluency(["a river´bank", "banking river₂", "river’s bank", "“river” 45°c"], lex | {"s", "c"})
+    assert glued["nonword"] == pytest.approx(2 / 11)  # "river´bank" glues two known words into one made up
+    assert fluency(["river\u2010bank river’s"], lex | {"s"})["nonword"] == 0  # a typeset hyphen or apostrophe joins
 
 
 class PieceTok:
@@ -395,6 +398,20 @@ def test_decoding_sets_aside_a_hypothesis_saying_a_token_twice_while_the_beam_ho
     got = dec.decode(np.ones((2, 16), np.float32), n=2)
     assert [c.text for c in got[0]] == ["floor - $3", "floor per foot"]
     assert [c.text for c in got[1]] == ["floor - - $3", "per per"]  # nothing else in the beam: kept as decoded
+
+
+def test_decoding_puts_a_hypothesis_stopping_mid_phrase_after_those_that_do_not(monkeypatch):
+    """"in alaska, spruce trees are found in the shape of": the first output is the beam's best
+    hypothesis that ends where a phrase can, a whole decoder output, never a cut one."""
+    from eqi_core.decoder import natural
+    from eqi_core.decoder.natural import NaturalDecoderModel
+
+    beams = [[([1, 2, 3], -1.0), ([1, 2], -1.5), ([1, 4], -2.0)], [([1, 2, 3], -1.0), ([1, 3], -1.2)]]
+    monkeypatch.setattr(natural, "beam_search", lambda model, x, *a, **k: beams[:len(x)])
+    dec = NaturalDecoderModel(tiny_model(), PieceTok({1: "spruce", 2: "shape", 3: "of", 4: "trees"}))
+    got = dec.decode(np.ones((2, 16), np.float32), n=3)
+    assert [c.text for c in got[0]] == ["spruce shape", "spruce trees", "spruce shape of"]
+    assert [c.text for c in got[1]] == ["spruce shape of", "spruce of"]  # every one dangles: the model's order
 
 
 def test_rerank_sets_aside_a_stutter_unless_every_candidate_stutters():
