@@ -131,8 +131,8 @@ def has_mojibake(text: str) -> bool:
 # A decoder that spells words piece by piece can glue letters to letters with a sign between them:
 # "schnau´tpa´sca", "lifenɛodori". ``words`` splits such a string at the sign into parts the word list
 # may know ("tpa", "sca"), so each side of a sign inside a word is held to what real text does there
-# ("co₂", "m²", "45°c", "£50", "james´s"): the letters before it a known word or a number, those after
-# it a number or one letter.
+# ("co₂", "m²", "45°c", "£50", "h₂o"): the letters before it a known word or a number, those after it a
+# number, or one letter after a number or a symbol of one or two ("bsn°c", "laws²p" are made up).
 _RUN = re.compile(r"[a-z0-9]+|[^a-z0-9]+")
 
 
@@ -152,7 +152,7 @@ def glues_made_up_word(word: str, known, inner_only: bool = True) -> bool:
             continue
         if before and not (before in known or before.isdigit()):
             return True
-        if len(after) > 1 and not after.isdigit():
+        if after and not after.isdigit() and (len(after) > 1 or not (len(before) <= 2 or before.isdigit())):
             return True
     return False
 

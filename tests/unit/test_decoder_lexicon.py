@@ -89,7 +89,7 @@ def test_a_sign_inside_a_word_glues_no_made_up_word():
     """"schnau" + "´" + "tpa": ``words`` splits at the sign into parts that each pass a prefix test, so
     the constraint holds each side of a sign inside a word to what real text does there."""
     lexicon = Lexicon(["co", "cat", "m", "the", "tpa"])
-    pieces = ["[SEP]", "co", "schnau", "´", "tpa", "##´", "##₂", "##²", "##tpa", "##t", "##50", "£", "the", "m"]
+    pieces = ["[SEP]", "co", "schnau", "´", "tpa", "##´", "##₂", "##²", "##tpa", "##t", "##50", "£", "the", "m", "cat"]
     c = WordConstraint(lexicon, [p.removeprefix("##") for p in pieces], [p.startswith("##") for p in pieces], STOP)
     row = {p: i for i, p in enumerate(pieces)}
     co, schnau, sign = (c.advance(c.start(), row[p]) for p in ("co", "schnau", "´"))
@@ -97,7 +97,9 @@ def test_a_sign_inside_a_word_glues_no_made_up_word():
     assert not c.allows(schnau, row["##´"])  # "schnau´": the letters before a sign must be a known word
     assert c.allows(co, row["##´"])  # "co´" may stand: "co" is a word
     glued = c.advance(co, row["##´"])
-    assert not c.allows(glued, row["##tpa"]) and c.allows(glued, row["##t"])  # one letter after a sign, as "james´s"
+    assert not c.allows(glued, row["##tpa"]) and c.allows(glued, row["##t"])  # one letter after a sign, as "h₂o"
+    cat = c.advance(c.advance(c.start(), row["cat"]), row["##´"])
+    assert not c.allows(cat, row["##t"])  # but not after a word of three letters ("bsn°c", "laws²p")
     assert not c.allows(sign, row["##tpa"])  # a sign that starts a word is not followed by letters either
     pound = c.advance(c.start(), row["£"])
     assert c.allows(pound, row["##50"])  # "£50"

@@ -318,8 +318,8 @@ def test_copy_baselines_and_fluency_hand_cases():
     assert f["repeat"] == pytest.approx(1 / 4) and f["words"] == pytest.approx(3.0)
     assert f["repeat_inflected"] == pytest.approx(2 / 4)  # 'banking bank': one word in two forms
     assert fluency(["a river-bank", "a rivver-bank"], lex)["nonword"] == pytest.approx(1 / 4)  # compounds by their parts
-    glued = fluency(["a river´bank", "banking river₂", "river’s bank", "“river” 45°c"], lex | {"s", "c"})
-    assert glued["nonword"] == pytest.approx(2 / 11)  # "river´bank" glues two known words into one made up
+    glued = fluency(["a river´bank", "banking river₂", "river’s bank", "“river” 45°c h₂o", "bank°c"], lex | {"s", "c", "h", "o"})
+    assert glued["nonword"] == pytest.approx(4 / 15)  # "river´bank", "bank°c": known words glued into made-up ones
     assert fluency(["river\u2010bank river’s"], lex | {"s"})["nonword"] == 0  # a typeset hyphen or apostrophe joins
 
 
