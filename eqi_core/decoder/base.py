@@ -340,6 +340,14 @@ def ends_dangling(text: str) -> bool:
     return without_dangling_end(text) != " ".join(text.split())
 
 
+def cut_short(text: str) -> bool:
+    """``ends_dangling``, but a text of three words or fewer ending on a word is let be: "stick with",
+    "allow for", "make do with" are phrasal verbs (WordNet's lemmas), where "... found in the shape
+    of" is a sentence cut off. The rule beam search and the re-ranker's pool set hypotheses aside by."""
+    tokens = text.split()
+    return ends_dangling(text) and (len(tokens) > 3 or not tokens[-1][-1:].isalnum())
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer  # PyStemmer: the Snowball stemmer BM25 uses

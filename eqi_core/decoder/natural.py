@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, card_of, dedupe, detokenize, ends_dangling, function_words, stutters, words
+from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, card_of, cut_short, dedupe, detokenize, function_words, stutters, words
 from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
 from eqi_core.decoder.corpus import QUERY_KINDS
 from eqi_core.decoder.cosine import Judge, cosine_term, encoder_judge
@@ -438,8 +438,9 @@ class NaturalDecoderModel:
         row ("concrete floor - - $3"): with a word list, beam search lets no word end on a repeat
         (``stutter_free``; only where no other word is allowed does the model's own choice stand);
         without, such hypotheses are set aside while the beam holds one that does not. A hypothesis
-        stopping mid-phrase ("... found in the shape of": ``ends_dangling``) comes after those that
-        do not, in the model's order otherwise: the first is still a whole decoder output."""
+        of more than three words stopping mid-phrase ("... found in the shape of": ``cut_short``)
+        comes after those that do not, in the model's order otherwise: the first is still a whole
+        decoder output. A short one is kept in its place: "stick with", "allow for" are lemmas."""
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         width = max(n, beam or self.beam)
         out = []
@@ -449,7 +450,7 @@ class NaturalDecoderModel:
                                     constraint=self.beam_constraint, style=self.style):
                 cands = [Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps]
                 cands = [c for c in cands if not stutters(c.text)] or cands
-                out.append(dedupe(sorted(cands, key=lambda c: ends_dangling(c.text)), n))
+                out.append(dedupe(sorted(cands, key=lambda c: cut_short(c.text)), n))
         return out
 
     def first_tokens(self, embedding: np.ndarray, k: int = 20) -> list[str]:

@@ -20,8 +20,8 @@ import numpy as np
 from eqi_core.decoder.base import (
     Candidate,
     as_matrix,
+    cut_short,
     dedupe,
-    ends_dangling,
     repeats_a_content_word,
     stutters,
     uses_known_words,
@@ -108,7 +108,7 @@ def fluent(texts: list[str], lexicon=None) -> list[str]:
     list, without those holding a word outside it (left by the decoder's fallback when no known word
     could be spelled) or a garbled character (``has_mojibake``), unless every text does; and, while
     any text is left without, those saying a token twice in a row ("floor - - $3", ``stutters``) and
-    those stopping mid-phrase ("a layer of hair or", ``ends_dangling``): set aside, never cut, so the
+    those stopping mid-phrase ("a layer of hair or", ``cut_short``): set aside, never cut, so the
     winner is still a whole decoder output."""
     texts = list(dict.fromkeys(t for t in texts if words(t)))
     texts = ([t for t in texts if not repeats_a_content_word(t, inflected=True)]
@@ -116,7 +116,7 @@ def fluent(texts: list[str], lexicon=None) -> list[str]:
     texts = [t for t in texts if not stutters(t)] or texts
     if lexicon is not None:
         texts = [t for t in texts if uses_known_words(t, lexicon)] or texts
-    texts = [t for t in texts if not ends_dangling(t)] or texts  # last: a known word ending beats a made-up one
+    texts = [t for t in texts if not cut_short(t)] or texts  # last: a known word ending beats a made-up one
     return texts
 
 

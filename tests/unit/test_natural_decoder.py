@@ -406,12 +406,15 @@ def test_decoding_puts_a_hypothesis_stopping_mid_phrase_after_those_that_do_not(
     from eqi_core.decoder import natural
     from eqi_core.decoder.natural import NaturalDecoderModel
 
-    beams = [[([1, 2, 3], -1.0), ([1, 2], -1.5), ([1, 4], -2.0)], [([1, 2, 3], -1.0), ([1, 3], -1.2)]]
+    beams = [[([1, 5, 2, 3], -1.0), ([1, 5, 2], -1.5), ([1, 4], -2.0)], [([1, 5, 2, 3], -1.0), ([1, 5, 1, 5, 3], -1.2)],
+             [([6, 7], -1.0), ([7, 6], -1.1)]]
     monkeypatch.setattr(natural, "beam_search", lambda model, x, *a, **k: beams[:len(x)])
-    dec = NaturalDecoderModel(tiny_model(), PieceTok({1: "spruce", 2: "shape", 3: "of", 4: "trees"}))
-    got = dec.decode(np.ones((2, 16), np.float32), n=3)
-    assert [c.text for c in got[0]] == ["spruce shape", "spruce trees", "spruce shape of"]
-    assert [c.text for c in got[1]] == ["spruce shape of", "spruce of"]  # every one dangles: the model's order
+    dec = NaturalDecoderModel(tiny_model(), PieceTok({1: "spruce", 2: "shape", 3: "of", 4: "trees", 5: "in", 6: "stick",
+                                                      7: "with"}))
+    got = dec.decode(np.ones((3, 16), np.float32), n=3)
+    assert [c.text for c in got[0]] == ["spruce in shape", "spruce trees", "spruce in shape of"]
+    assert [c.text for c in got[1]] == ["spruce in shape of", "spruce in spruce in of"]  # all cut short: the model's order
+    assert [c.text for c in got[2]] == ["stick with", "with stick"]  # three words or fewer: a phrasal verb, kept first
 
 
 def test_rerank_sets_aside_a_stutter_unless_every_candidate_stutters():
@@ -431,6 +434,8 @@ def test_rerank_sets_aside_a_hypothesis_stopping_mid_phrase_never_cuts_one():
     pool = ["what is a thermoplastic type of plastics that is often used as a", "what is a thermoplastic used in"]
     assert fluent(pool) == ["what is a thermoplastic used in"]  # "in" ends phrasal verbs: kept
     assert fluent(pool[:1]) == pool[:1]  # the only hypothesis stays whole, never trimmed
+    assert fluent(["stick with", "with stick"]) == ["stick with", "with stick"]  # a phrasal verb is no cut sentence
+    assert fluent(["cost of living,", "cost of living"]) == ["cost of living"]  # a trailing comma is, however short
     known = {"what", "is", "a", "gloop", "used", "as", "the", "type"}  # a known-word ending beats a made-up word
     assert fluent(["what is a gloop used as a", "what is a glorp type"], known) == ["what is a gloop used as a"]
 
