@@ -138,8 +138,9 @@ _RUN = re.compile(r"[a-z0-9]+|[^a-z0-9]+")
 
 def glues_made_up_word(word: str, known, inner_only: bool = True) -> bool:
     """Whether ``word`` (no space in it) joins runs of letters across a sign as real text does not.
-    ``inner_only``: only a non-ASCII sign with letters on both sides counts, not a dash or an
-    apostrophe (written text: "“word”", "(een-2)-induced", "5‐ht" are fine); otherwise any sign does, at the edges too (the decoding constraint,
+    ``inner_only``: only a non-ASCII sign with letters on both sides counts, not a dash, an
+    apostrophe or a letter of any script (written text: "“word”", "(een-2)-induced", "5‐ht",
+    "zürich", "nf-κb" are fine); otherwise any sign does, at the edges too (the decoding constraint,
     which reads WordPiece pieces, where a sign inside a word is never followed by more letters). The
     run after the last sign may still be growing: the rule holds for it as it stands."""
     runs = _RUN.findall(word.lower())
@@ -148,7 +149,8 @@ def glues_made_up_word(word: str, known, inner_only: bool = True) -> bool:
             continue
         before = runs[i - 1] if i > 0 else ""
         after = runs[i + 1] if i + 1 < len(runs) else ""
-        if inner_only and (run.isascii() or not before or not after or all(_joins(ch) for ch in run)):
+        if inner_only and (run.isascii() or not before or not after or all(_joins(ch) for ch in run)
+                           or any(ch.isalpha() for ch in run)):
             continue
         if before and not (before in known or before.isdigit()):
             return True

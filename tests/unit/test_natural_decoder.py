@@ -321,6 +321,7 @@ def test_copy_baselines_and_fluency_hand_cases():
     glued = fluency(["a river´bank", "banking river₂", "river’s bank", "“river” 45°c h₂o", "bank°c"], lex | {"s", "c", "h", "o"})
     assert glued["nonword"] == pytest.approx(4 / 15)  # "river´bank", "bank°c": known words glued into made-up ones
     assert fluency(["river\u2010bank river’s"], lex | {"s"})["nonword"] == 0  # a typeset hyphen or apostrophe joins
+    assert fluency(["zürich nf-κb"], lex | {"z", "rich", "nf", "b"})["nonword"] == 0  # a letter of any script is no sign
 
 
 class PieceTok:
