@@ -75,9 +75,14 @@ def _lower_this_threads_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
+PARENT_PID = "EQI_PARENT_PID"
+
+
 def exit_with_parent() -> None:
-    """End this process as soon as its parent is gone (a watcher thread polls the parent's pid)."""
-    parent = os.getppid()
+    """End this process as soon as its parent is gone (a watcher thread polls the parent's pid). The
+    parent names itself in ``EQI_PARENT_PID``: on a busy machine it can be gone before this child
+    has imported enough to ask, and the child would then watch the process that adopted it."""
+    parent = int(os.environ.get(PARENT_PID) or os.getppid())
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -106,7 +111,7 @@ def _compile_in_an_idle_child(timeout_s: float = 600) -> None:
         # the `nice` program, not preexec_fn (unsafe in a process with threads, as the server is)
         subprocess.run(["nice", "-n", "19", sys.executable, "-c",
                         "from eqi_core.projection import compile_as_idle_child; compile_as_idle_child()"],
-                       env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
+                       env={**os.environ, PARENT_PID: str(os.getpid())}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
                        check=False)
 
 

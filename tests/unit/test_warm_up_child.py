@@ -17,14 +17,26 @@ def _alive(pid: int) -> bool:
 def test_the_child_exits_when_its_parent_is_gone():
     child = ("from eqi_core.projection import exit_with_parent; exit_with_parent(); "
              "import time; time.sleep(60)")
-    # a parent that starts the child, prints its pid and exits at once
-    parent = subprocess.run(["bash", "-c", f'{sys.executable} -c "{child}" >/dev/null 2>&1 & echo $!; sleep 1'],
+    # a parent that starts the child, naming itself as the server does, prints the child's pid and exits
+    # after a second: on a busy machine before the child has imported anything (the case that once failed)
+    parent = subprocess.run(["bash", "-c", f'EQI_PARENT_PID=$$ {sys.executable} -c "{child}" >/dev/null 2>&1 & echo $!; sleep 1'],
                             capture_output=True, text=True, encoding="utf-8", timeout=30, env={**os.environ}, check=True)
     pid = int(parent.stdout.split()[0])
     deadline = time.time() + 10
     while _alive(pid) and time.time() < deadline:
         time.sleep(0.2)
     assert not _alive(pid), "the child kept running after its parent exited"
+
+
+def test_a_child_whose_parent_is_gone_before_it_starts_watching_exits_at_once():
+    """The parent named in EQI_PARENT_PID is already gone: the child must not watch its new parent."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    code = ("from eqi_core.projection import exit_with_parent; exit_with_parent(); import time; time.sleep(30)")
+    started = time.time()
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "EQI_PARENT_PID": str(gone.pid)},
+                          timeout=60, check=False)
+    assert done.returncode == 0 and time.time() - started < 25
 
 
 def test_kernels_are_cached_in_the_store_even_when_numba_was_imported_first(tmp_path):
