@@ -127,14 +127,10 @@ class TrainingData:
                 "labelled_pairs": int(len(self.ranks)), "exposing_pairs": int(exposing.sum())}
 
 
-def algorithm1(exposure: ExposureMap, query_emb: np.ndarray, doc_emb: np.ndarray, config: TrainingConfig,
-               exclude_docs: np.ndarray | None = None, query_pool: np.ndarray | None = None) -> TrainingData:
-    """Algorithm 1 of the paper (training data generation), given the exact exposure map.
-
-    Q_train is sampled from ``query_pool`` (default: the whole log). Lines 4-8 (retrieve and cache
-    top n_q->d for Q_train) are the exposure map restricted to Q_train; held-out test passages
-    (``exclude_docs``) never enter D_train.
-    """
+def _sample_training_sets(exposure: ExposureMap, config: TrainingConfig, exclude_docs: np.ndarray | None,
+                          query_pool: np.ndarray | None) -> tuple[np.random.Generator, np.ndarray, ExposureMap, np.ndarray]:
+    """Lines 1-9 of Algorithm 1: Q_train, the cache C restricted to it, and D_train (with the random
+    generator where they leave it, for the lines after)."""
     config.validate()
     rng = np.random.default_rng(config.seed)
     n_q = len(exposure.query_ids)
@@ -150,6 +146,25 @@ def algorithm1(exposure: ExposureMap, query_emb: np.ndarray, doc_emb: np.ndarray
     if len(candidates) == 0:
         raise DataError("no training passage is exposed by any training query; use more training queries")
     d_train = np.sort(rng.choice(candidates, size=min(config.n_train_passages, len(candidates)), replace=False))  # line 9
+    return rng, q_train, cache, d_train
+
+
+def training_passages(exposure: ExposureMap, config: TrainingConfig, exclude_docs: np.ndarray | None = None,
+                      query_pool: np.ndarray | None = None) -> np.ndarray:
+    """D_train of a head trained with these inputs (passage indices, sorted): the passages whose
+    exposing queries it learned, so that a passage's list from the head can be told in-sample."""
+    return _sample_training_sets(exposure, config, exclude_docs, query_pool)[3]
+
+
+def algorithm1(exposure: ExposureMap, query_emb: np.ndarray, doc_emb: np.ndarray, config: TrainingConfig,
+               exclude_docs: np.ndarray | None = None, query_pool: np.ndarray | None = None) -> TrainingData:
+    """Algorithm 1 of the paper (training data generation), given the exact exposure map.
+
+    Q_train is sampled from ``query_pool`` (default: the whole log). Lines 4-8 (retrieve and cache
+    top n_q->d for Q_train) are the exposure map restricted to Q_train; held-out test passages
+    (``exclude_docs``) never enter D_train.
+    """
+    rng, q_train, cache, d_train = _sample_training_sets(exposure, config, exclude_docs, query_pool)
     _, nearest = exact_topk(doc_emb[d_train], query_emb[q_train], config.n_dq)  # line 12
     nearest = q_train[nearest]
     docs = np.repeat(d_train, nearest.shape[1])
@@ -247,10 +262,19 @@ class LearnedEQI:
     model: ExposureModel
     query_space: np.ndarray  # h_Q of every logged query
     name: str
+    trained_on: np.ndarray | None = None  # D_train (passage indices, sorted) where known
 
     @classmethod
-    def from_model(cls, model: ExposureModel, query_emb: np.ndarray, name: str) -> LearnedEQI:
-        return cls(model, model.transform(query_emb, "query"), name)
+    def from_model(cls, model: ExposureModel, query_emb: np.ndarray, name: str,
+                   trained_on: np.ndarray | None = None) -> LearnedEQI:
+        return cls(model, model.transform(query_emb, "query"), name, trained_on)
+
+    def was_trained_on(self, doc: int) -> bool | None:
+        """Whether this passage's exposing queries were in the head's training data (None: unknown)."""
+        if self.trained_on is None:
+            return None
+        i = np.searchsorted(self.trained_on, doc)
+        return bool(i < len(self.trained_on) and self.trained_on[i] == doc)
 
     @cached_property
     def index(self) -> InnerProductIndex:

@@ -251,11 +251,25 @@ def twin_notes(setup: ExposureSetup, passage_text: str, doc_id: str | None) -> l
             f"by side and the ranker's tie-break decides which comes first"]
 
 
+def in_sample_notes(methods: dict, doc: int | None) -> list[str]:
+    """A learned head scored on a passage it was trained on is scored in-sample: the page and the
+    CLI say so, since an auditor reads its RELQ beside methods that never saw the passage."""
+    trained = [name for name, m in methods.items() if doc is not None and hasattr(m, "was_trained_on")
+               and m.was_trained_on(doc)]
+    if not trained:
+        return []
+    heads = " and ".join(trained)
+    return [f"{heads} {'was' if len(trained) == 1 else 'were'} trained on this passage's exposing queries (one of "
+            f"{len(methods[trained[0]].trained_on):,} training passages): {'its list is' if len(trained) == 1 else 'their lists are'} "
+            "in-sample here; the Exposure evaluation page (eqi eval-exposure) scores the heads on held-out passages"]
+
+
 def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec], n_qd: int = 100, n_dq: int = 100,
                      doc_id: str | None = None, text: str | None = None) -> PassageExposure:
     """Exposing queries of one passage: exact (when known) and from each method, with RELQ per spec."""
     validate_depths(n_qd, n_dq, setup.depth)
     texts = setup.collection.queries["text"].to_numpy()
+    doc = None  # a pasted passage: no head has seen it
     if doc_id is not None:
         doc = setup.exposure.doc_index(doc_id)
         passage_text = setup.passage_text(doc)
@@ -279,6 +293,7 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
         qids = setup.exposure.query_ids[idx]
         lists[name] = pd.DataFrame({"position": np.arange(1, len(idx) + 1), "query_id": qids, "query": texts[idx],
                                     "score": scores, "rank": [rank_of.get(q, np.nan) for q in qids]})
+    notes.extend(in_sample_notes(methods, doc))
     relq_table = None
     if exact is not None and len(exact):
         rows = {}

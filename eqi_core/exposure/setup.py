@@ -193,14 +193,17 @@ class ExposureSetup:
 
     def learned(self, config: TrainingConfig, exclude_docs: np.ndarray | None,
                 progress: ProgressFn | None = None) -> tuple[LearnedEQI, dict]:
-        from eqi_core.exposure.learned import LearnedEQI, train_or_load
+        from eqi_core.exposure.learned import LearnedEQI, train_or_load, training_passages
 
         excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
         _, params = self.learned_params(config, excl)
         params = {k: v for k, v in params.items() if k not in ("config", "version")}  # train_or_load adds both
         model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
         name = {"residual": "Residual", "append": "Append"}[config.arch]
-        return LearnedEQI.from_model(model, self.query_emb, name), info
+        key = ("trained_on", repr(config), digest(excl))
+        if key not in self._methods:  # replayed, not stored: the same draws as the training's (Algorithm 1, lines 1-9)
+            self._methods[key] = training_passages(self.exposure, config, excl)
+        return LearnedEQI.from_model(model, self.query_emb, name, self._methods[key]), info
 
     def learned_params(self, config: TrainingConfig, exclude_docs: np.ndarray | None) -> tuple[str, dict]:
         from dataclasses import asdict

@@ -71,6 +71,28 @@ def test_lookup_by_id_and_pasted_text(setup):
     assert ((merged["rank_pasted"] - merged["rank_stored"]).between(0, 1)).all()
 
 
+def test_a_head_says_when_it_was_trained_on_the_passage(setup):
+    """A learned head's list for one of its own training passages is in-sample: the lookup says so,
+    and says nothing for a held-out passage or pasted text. The training passages are replayed from
+    Algorithm 1's draws, so they are the ones the head learned from."""
+    from eqi_core.exposure.learned import algorithm1
+
+    held = setup.test_passages()
+    head, _ = setup.learned(FAST, held)
+    data = algorithm1(setup.exposure, setup.query_emb, setup.doc_emb, FAST, held)
+    np.testing.assert_array_equal(head.trained_on, np.unique(data.docs))
+    assert not set(head.trained_on) & set(held.tolist())
+    spec = [relq_rbp(0.5, 0.9, 5)]
+    trained = setup.exposure.doc_ids[head.trained_on[0]]
+    seen = passage_exposure(setup, {"Residual": head}, spec, n_qd=3, n_dq=5, doc_id=str(trained))
+    assert [n for n in seen.notes if "in-sample" in n] == [
+        f"Residual was trained on this passage's exposing queries (one of {len(head.trained_on):,} training passages): "
+        "its list is in-sample here; the Exposure evaluation page (eqi eval-exposure) scores the heads on held-out passages"]
+    unseen = passage_exposure(setup, {"Residual": head}, spec, n_qd=3, n_dq=5, doc_id=str(setup.exposure.doc_ids[held[0]]))
+    pasted = passage_exposure(setup, {"Residual": head}, spec, n_qd=3, n_dq=5, text=setup.passage_text(int(head.trained_on[0])))
+    assert not [n for n in unseen.notes + pasted.notes if "in-sample" in n]
+
+
 def test_pasted_text_has_exact_bm25_exposure(tmp_path):
     from eqi_core.exposure.generative import passage_ranks
     from eqi_core.loaders import load_collection
