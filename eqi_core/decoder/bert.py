@@ -26,6 +26,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the usual name
 
 from eqi_core.decoder.base import EncoderBinding
+from eqi_core.threads import one_torch_thread
 
 ARCH = "bert-prefix"
 
@@ -67,7 +68,7 @@ def _sampling_path(x: torch.Tensor) -> bool:
 
 
 _SAMPLING_LOCK = threading.Lock()
-_SAMPLING_DEPTH: list[int] = []  # torch's thread count on entry, once per nesting level (empty: off)
+_SAMPLING_DEPTH: list[int] = []  # one entry per nesting level (empty: off)
 
 
 @contextmanager
@@ -77,18 +78,16 @@ def sampling_products():
     cores from OpenBLAS's threads: ten PRF suggestions took 9 s with both at 2 threads, 1.4-1.5 s
     like this against 1.5-1.6 s with torch alone (Zen 3 host). A beam search over more than
     ``FEW_BEAM_ROWS`` rows keeps torch at 2 threads: its hundreds of rows per step (one batch of 60
-    texts at beam 8: 13.1 s against 23.4 s) and its top-k over beam x 26k scores each want both. Nested and concurrent uses share one setting,
-    restored when the last one ends."""
-    with _SAMPLING_LOCK:
-        _SAMPLING_DEPTH.append(torch.get_num_threads())
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
+    texts at beam 8: 13.1 s against 23.4 s) and its top-k over beam x 26k scores each want both. Nested and
+    concurrent uses share one setting, restored when the last one ends (``threads.one_torch_thread``)."""
+    with one_torch_thread():
         with _SAMPLING_LOCK:
-            saved = _SAMPLING_DEPTH.pop()
-            if not _SAMPLING_DEPTH:
-                torch.set_num_threads(saved)
+            _SAMPLING_DEPTH.append(1)
+        try:
+            yield
+        finally:
+            with _SAMPLING_LOCK:
+                _SAMPLING_DEPTH.pop()
 
 
 # sampling's products: "onnxruntime" (each weight a constant, packed once) or "numpy" (OpenBLAS)

@@ -126,9 +126,30 @@ def test_training_lowers_the_ranknet_loss(emap):
     d_emb /= np.linalg.norm(d_emb, axis=1, keepdims=True)
     cfg = TrainingConfig(n_dq=4, steps=300, batch_size=64, lr=1e-3, seed=0)
     data = algorithm1(emap, q_emb, d_emb, cfg)
-    model, losses = train_exposure_model(data, q_emb, d_emb, cfg)
+    import torch
+
+    before = torch.get_num_threads()
+    threads = []
+    model, losses = train_exposure_model(data, q_emb, d_emb, cfg, progress=lambda *_: threads.append(torch.get_num_threads()))
     assert isinstance(model, ExposureModel)
     assert np.mean(losses[-20:]) < np.mean(losses[:20])
+    assert set(threads) == {1} and torch.get_num_threads() == before  # one thread while training, restored after
+
+
+def test_one_torch_thread_is_restored_when_the_last_use_ends_in_any_order():
+    """Dashboard sessions train and sample at once; torch's thread count is the process's."""
+    import torch
+
+    from eqi_core.threads import one_torch_thread
+
+    before = torch.get_num_threads()
+    first, second = one_torch_thread(), one_torch_thread()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first use ends before the second
+    assert torch.get_num_threads() == 1
+    second.__exit__(None, None, None)
+    assert torch.get_num_threads() == before
 
 
 @pytest.mark.parametrize("field,value,message", [("steps", 0, "steps = 0"), ("alpha", 1.5, "alpha = 1.5"),
