@@ -2,6 +2,7 @@
 constraints, exact resumption, the corpus's held-out splits, the evaluation's baselines and fluency
 counts (hand-computed), and one-line errors for bad checkpoints and bad decode input."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -322,6 +323,22 @@ def test_copy_baselines_and_fluency_hand_cases():
     assert glued["nonword"] == pytest.approx(4 / 15)  # "river´bank", "bank°c": known words glued into made-up ones
     assert fluency(["river\u2010bank river’s"], lex | {"s"})["nonword"] == 0  # a typeset hyphen or apostrophe joins
     assert fluency(["zürich nf-κb"], lex | {"z", "rich", "nf", "b"})["nonword"] == 0  # a letter of any script is no sign
+
+
+@pytest.mark.parametrize("word,glued", [
+    ("proteinα2", True), ("withα", True), ("alphaβ9", True), ("cell−α1γs", True), ("interleukinβ1", True),
+    ("ptenα3αsα2α23αlα3αs", True),  # an acronym, then more runs of Greek than any real word holds
+    ("pparγ", False), ("tnfα", False), ("pdgfrα", False), ("hif-1α", False), ("α2β1", False), ("nf-κb", False),
+    ("receptor-α", False), ("domain1α", False), ("β-catenin", False), ("il-1β", False), ("αvβ3/αvβ5-specific", False),
+    ("copies/µl", False), ("zürich", False), ("naïve", False), ("(tnf)-α", False)])
+def test_letters_of_another_script_glued_to_a_word(word, glued):
+    """Greek letters follow acronyms, numbers and dashes in real text (SciFact's passages), never an
+    English word of four letters or more: "proteinα2" is a decoder's gluing, "pparγ" a gene's name."""
+    from eqi_core.decoder.base import glues_other_script, made_up_words
+
+    english = frozenset({"protein", "with", "alpha", "cell", "interleukin", "receptor", "domain", "copies", "tnf"})
+    assert glues_other_script(word, english) is glued
+    assert bool(made_up_words(f"the {word}", frozenset({"the"}) | set(re.findall(r"[a-z0-9]+", word)), english)) is glued
 
 
 class PieceTok:
