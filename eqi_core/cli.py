@@ -1584,6 +1584,10 @@ def _warn_typed(space, text: str, what: str) -> None:
     the decoder does not write (``LatentSpace.typed_notes``)."""
     for note in space.typed_notes(text, what):
         typer.echo(f"note: {note}", err=True)
+    logged = space.collection.query_text.get(text.strip()) if what == "query" else None
+    if logged is not None and space.collection.find_query(text) is None:
+        typer.echo(f"note: {text.strip()!r} is read as a typed query, not as the logged query with that id "
+                   f"({logged[:80]!r}): give the query's text to start from it", err=True)
 
 
 def _decode_inputs(text: str | None, input_file: Path | None, output: Path | None) -> list[tuple[int, str]]:

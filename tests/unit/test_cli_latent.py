@@ -124,3 +124,14 @@ def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
     lines = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("[eqi] ")]
     # progress lines come first when a cold store prepares something; the error itself is one line
     assert exc.value.code == 2 and len(lines) == 1 and message in lines[0] and "Traceback" not in lines[0]
+
+
+def test_a_query_id_typed_as_the_query_says_it_is_read_as_text(monkeypatch, capsys):
+    """`eqi traverse q2` walks from the text "q2", not from the logged query q2: a note says so, then
+    the one-line error (a typed text has no gold passage)."""
+    monkeypatch.setattr("sys.argv", ["eqi", "traverse", "q2", "-c", TINY])
+    with pytest.raises(SystemExit):
+        main()
+    err = capsys.readouterr().err
+    assert "'q2' is read as a typed query, not as the logged query with that id ('bank loan interest')" in err
+    assert "query 'q2' has no judged passage" in err
