@@ -5,7 +5,8 @@ A decoder that spells words piece by piece (WordPiece) can invent words: "etcanr
 passage sentences, WordNet lemmas; never held-out items), shipped beside the weights as
 ``lexicon.txt.gz``. ``WordConstraint`` keeps beam search and sampling to those words: a piece that
 continues a word must keep it a prefix of a known word, a word may end only when it is known (or a
-number), a sign inside a word glues no made-up word ("schnau´tpa": ``base.glues_made_up_word``), and a
+number), a sign inside a word glues no made-up word ("schnau´tpa": ``base.glues_made_up_word``), no
+letter of another script is glued to an English word ("proteinα2": ``base.glues_other_script``), and a
 content word is never used twice in one output. Beam search also keeps to outputs that say
 nothing twice in a row (``stutter_free``: "been been", "- -", "0, 0,"); sampled candidates are
 filtered for that afterwards instead, one by one. A row with no allowed continuation falls back to
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eqi_core.decoder.base import DecoderError, glues_made_up_word, is_known_word, terms, words
+from eqi_core.decoder.base import DecoderError, english_words, glues_made_up_word, glues_other_script, is_known_word, terms, words
 from eqi_core.decoder.corpus import SYNTHETIC_KIND
 from eqi_core.store import atomic_path, content_digest
 
@@ -111,10 +112,11 @@ class WordConstraint:
     ``pieces[j]``: the text output row j adds (continuations without their ``##``);
     ``continues[j]``: whether row j continues the current word. A state is (current word, content
     words used so far, the last piece-words before it). With ``stutter_free``, a word may not end
-    where it repeats what came just before it (``repeats_itself``)."""
+    where it repeats what came just before it (``repeats_itself``). ``english`` (WordNet's lemma words
+    by default) are the words a letter of another script may not be glued to."""
 
     def __init__(self, lexicon: Lexicon, pieces: list[str], continues: list[bool], stop: frozenset[str],
-                 stutter_free: bool = False):
+                 stutter_free: bool = False, english: frozenset[str] | None = None):
         self.lexicon = lexicon
         self.pieces = ["" if p.startswith("[") and p.endswith("]") else p for p in pieces]  # [SEP] etc. add no text
         self.continues = continues
@@ -123,6 +125,8 @@ class WordConstraint:
         self._ends: dict[tuple[str, frozenset], bool] = {}  # by (word, words used): the word list's answer
         self._piece_words = [words(p) for p in self.pieces]
         self._plain = [p.isascii() and p.isalnum() for p in self.pieces]  # letters and digits only
+        self._foreign = [any(ch.isalpha() and not ch.isascii() for ch in p) for p in self.pieces]
+        self.english = english_words() if english is None else english
 
     def stutter_free_copy(self) -> WordConstraint:
         """The same word list and rules, outputs that say nothing twice in a row."""
@@ -173,6 +177,9 @@ class WordConstraint:
                 if not (plain and self._plain[row]) and glues_made_up_word(
                         current + self.pieces[row], self.lexicon, inner_only=False):
                     out.append(False)  # "schnau" + "´", "´" + "tp": letters glued across a sign
+                    continue
+                if self._foreign[row] and current and glues_other_script(current + self.pieces[row], self.english):
+                    out.append(False)  # "protein" + "α": a Greek letter glued to an English word
                     continue
                 grown, avoid = words(current + self.pieces[row]), used
             else:

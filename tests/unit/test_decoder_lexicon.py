@@ -106,6 +106,23 @@ def test_a_sign_inside_a_word_glues_no_made_up_word():
     assert c.allows(co, row["the"]) and c.allows(co, row["[SEP]"])  # plain words as before
 
 
+def test_a_letter_of_another_script_is_not_glued_to_an_english_word_while_decoding():
+    """"protein" + "##α": the word list cannot see the Greek letter (``words`` drops it), so the
+    constraint holds it to ``base.glues_other_script``: after an acronym ("pparα") it may stand."""
+    lexicon = Lexicon(["protein", "ppar", "the", "alphabetically"])
+    pieces = ["[SEP]", "protein", "ppar", "##α", "##2", "the", "alphabetically", "α"]
+    c = WordConstraint(lexicon, [p.removeprefix("##") for p in pieces], [p.startswith("##") for p in pieces], STOP,
+                       english=frozenset({"protein", "the"}))
+    row = {p: i for i, p in enumerate(pieces)}
+    protein, ppar, long = (c.advance(c.start(), row[p]) for p in ("protein", "ppar", "alphabetically"))
+    assert not c.allows(protein, row["##α"])  # "proteinα": an English word of four letters or more
+    assert not c.allows(long, row["##α"])  # a run of more than seven letters, English or not
+    assert c.allows(ppar, row["##α"])  # "pparα", as real text writes it
+    assert c.allows(c.advance(ppar, row["##α"]), row["##2"])  # "pparα2"
+    assert c.allows(protein, row["α"])  # a word of its own
+    assert c.english is not None and WordConstraint(lexicon, ["a"], [False], STOP).english is not None
+
+
 def test_a_piece_word_run_said_twice_in_a_row_is_a_stutter_but_dots_and_initials_are_not():
     for tail in [("been", "been"), ("-", "-"), ("the", "the"), ("a", "a"), ("0", ",", "0", ","),
                  ("[", "1", "]", "[", "1", "]"), ("we", "say", "new", "york", "new", "york")]:
