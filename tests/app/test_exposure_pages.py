@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from eqi_core.reports import exposure_report as make_report  # the real one, bound before any test patches it
 from tests.conftest import FIXTURES, TINY_BEIR
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -18,6 +19,28 @@ def at(monkeypatch):
     at.session_state["_kept_ranker_id"] = "minilm-l3-onnx"
     at.run()
     return at
+
+
+@pytest.fixture
+def reported(monkeypatch) -> list[tuple]:
+    """The arguments of every audit report the Exposure page makes. The page makes it when its button
+    is clicked (a deferred download, which AppTest cannot click), so here every run makes it as a
+    click would."""
+    import streamlit as st
+
+    import eqi_core.reports
+
+    made, real_report, real_button = [], eqi_core.reports.exposure_report, st.download_button
+    monkeypatch.setattr(eqi_core.reports, "exposure_report", lambda *a: made.append(a) or real_report(*a))
+
+    def download_button(label, data, *args, **kwargs):
+        if kwargs.get("key") == "exp_report":
+            assert callable(data)  # made on click, not on every rerun
+            data = data()
+        return real_button(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(st, "download_button", download_button)
+    return made
 
 
 def typed_array(value) -> np.ndarray:
@@ -157,13 +180,9 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
     assert change.set_index("query_id")[log_column].dropna().astype(int).to_dict() == {"q1": 1, "q2": 2}
 
 
-def test_generative_exposure_panel(at, monkeypatch):
+def test_generative_exposure_panel(at, reported):
     """Decoded queries no log holds, each ranked exactly; the audit report holds them as shown."""
-    import eqi_core.reports
 
-    reported = []
-    real_report = eqi_core.reports.exposure_report
-    monkeypatch.setattr(eqi_core.reports, "exposure_report", lambda *a: reported.append(a) or real_report(*a))
     at.switch_page("pages/exposure.py").run()
     assert reported[-1][7] is None  # nothing decoded yet: no such section
     at.selectbox(key="exp_doc").set_value("d1").run()
@@ -178,7 +197,7 @@ def test_generative_exposure_panel(at, monkeypatch):
     assert int(metrics["Unseen queries exposing it (top 3)"]) == int((table["exposes"] & ~table["in the log"]).sum())
     generated = reported[-1][7]
     assert generated.candidates["query"].tolist() == table["query"].tolist()
-    page = real_report(*reported[-1])
+    page = make_report(*reported[-1])
     assert f"exposure {int(metrics['Exposure from the log']):,} from the log" in page.split("Queries no log holds yet")[1]
 
 
@@ -225,18 +244,14 @@ def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
     assert not charts()  # ...without the grid of the other setting
 
 
-def test_an_exposing_query_shows_what_stands_above_the_passage(at, monkeypatch):
+def test_an_exposing_query_shows_what_stands_above_the_passage(at, reported):
     """Select an exposing query: its results under the ranker, down to the passage (marked), as
     the ranker's own search gives them; the audit report holds the same table under the same words."""
-    import eqi_core.reports
     from eqi_core.loaders import load_collection
     from eqi_core.rankers import build_ranker
     from eqi_core.store import ArtifactStore
     from pages._text import literal
 
-    reported = []
-    real_report = eqi_core.reports.exposure_report
-    monkeypatch.setattr(eqi_core.reports, "exposure_report", lambda *a: reported.append(a) or real_report(*a))
     at.switch_page("pages/exposure.py").run()
     at.selectbox(key="exp_doc").set_value("d6").run()
     assert any("Select a query in any list above" in c.value for c in at.caption)
@@ -257,7 +272,7 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at, monkeypatch):
     (query_id, query, says, top), = reported[-1][6]  # the report's "shown": the selected query, as on the page
     assert query == exact["query"].iloc[0] and top.equals(shown)
     assert any(m.value == f"**What “{literal(query)}” shows**: {literal(says)}" for m in at.markdown)
-    assert f"({query_id}) shows</h2><p>{says[0].upper() + says[1:]}.</p>" in real_report(*reported[-1])
+    assert f"({query_id}) shows</h2><p>{says[0].upper() + says[1:]}.</p>" in make_report(*reported[-1])
     # why it shows it: the query's words in d6 ("Loans. a bank loan is money lent at interest ..."), as BM25 matches them
     assert exact["query"].iloc[0] == "bank loan interest"
     assert any(c.value.startswith("Words of “bank loan interest” in this passage") and c.value.endswith(

@@ -20,6 +20,24 @@ def wait_until_idle(page, timeout_ms: int = 300_000) -> None:
     page.locator("[data-testid='stStatusWidgetRunningIcon']").wait_for(state="detached", timeout=timeout_ms)
 
 
+def download_on_click(page, button, timeout_ms: int = 90_000):
+    """The file a download button gives when clicked, once the page is idle. A click that gets no file
+    (once in five tries on a busy machine, with nothing on the page or in the server log to say why)
+    is made once more after the page is idle again; a second miss fails the test."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in (1, 2):
+        wait_until_idle(page)
+        try:
+            with page.expect_download(timeout=timeout_ms) as download:
+                button.click()
+            return download.value
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            print("download_on_click: no file after the first click; clicking again")
+
+
 def click_plotly_cell(page, chart, x, y, axes: str = "") -> None:
     """Click a Plotly chart (a locator of its stPlotlyChart) at ``x``, ``y`` (a category's name on a
     category axis, else a value) of the axes ``x{axes}``/``y{axes}`` (a subplot's), from the axes' own

@@ -1,7 +1,7 @@
 """Real browser: the Exposure page on the WordNet default with BM25 (exact map + reverse methods)."""
 import pytest
 
-from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle
+from tests.browser.conftest import click_plotly_cell, download_on_click, screenshot_path, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -18,6 +18,12 @@ def test_exposure_page_shows_exposing_queries(dashboard, page):
     path = screenshot_path("exposure.png")
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 20_000
+    # the audit report is made when its button is clicked (not on every rerun), with what the page shows
+    download = download_on_click(page, page.get_by_role("button", name="Audit report (HTML, opens offline)"))
+    assert download.suggested_filename == "exposure-report-08420278-n.html"
+    report = download.path().read_text(encoding="utf-8")
+    assert "<h1>Exposure audit report</h1>" in report and "Exposing queries (exact, brute force)" in report
+    assert "a financial institution that accepts deposits" in report and "08420278-n" in report
 
 
 def test_exposure_under_another_ranker_by_deep_link(dashboard, page):
