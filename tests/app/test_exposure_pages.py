@@ -182,7 +182,6 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
 
 def test_generative_exposure_panel(at, reported):
     """Decoded queries no log holds, each ranked exactly; the audit report holds them as shown."""
-
     at.switch_page("pages/exposure.py").run()
     assert reported[-1][7] is None  # nothing decoded yet: no such section
     at.selectbox(key="exp_doc").set_value("d1").run()

@@ -120,7 +120,8 @@ def test_a_letter_of_another_script_is_not_glued_to_an_english_word_while_decodi
     assert c.allows(ppar, row["##α"])  # "pparα", as real text writes it
     assert c.allows(c.advance(ppar, row["##α"]), row["##2"])  # "pparα2"
     assert c.allows(protein, row["α"])  # a word of its own
-    assert c.english is not None and WordConstraint(lexicon, ["a"], [False], STOP).english is not None
+    default = WordConstraint(lexicon, c.pieces, c.continues, STOP)  # WordNet's lemma words as the English ones
+    assert not default.allows(protein, row["##α"]) and default.allows(ppar, row["##α"])
 
 
 def test_a_piece_word_run_said_twice_in_a_row_is_a_stutter_but_dots_and_initials_are_not():
