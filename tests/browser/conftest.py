@@ -22,7 +22,7 @@ def wait_until_idle(page, timeout_ms: int = 300_000) -> None:
 
 def download_on_click(page, button, timeout_ms: int = 90_000):
     """The file a download button gives when clicked, once the page is idle. A click that gets no file
-    (once in five tries on a busy machine, with nothing on the page or in the server log to say why)
+    (once in seven tries here, beside an evaluation, with nothing on the page or in the server log to say why)
     is made once more after the page is idle again; a second miss fails the test."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
