@@ -376,6 +376,48 @@ def _dangles(tokens: list[str], question: bool) -> bool:
     return not stranded
 
 
+# sentence openers that tie a sentence to one before it ("here, we show that ...", "thus, the ...", "and the
+# ..."): a cut passage sentence's, never a query's. A connective counts with its comma; "also" either way
+CONNECTIVES = frozenset({"here", "however", "thus", "hence", "therefore", "furthermore", "moreover", "additionally",
+                         "together", "taken together", "collectively", "overall", "notably", "importantly",
+                         "interestingly", "surprisingly", "remarkably", "conversely", "consequently", "accordingly",
+                         "similarly", "likewise", "nevertheless", "nonetheless", "meanwhile", "subsequently", "finally",
+                         "first", "second", "third", "indeed", "instead", "also", "specifically", "alternatively",
+                         "in addition", "in contrast", "in summary", "in conclusion", "in particular", "of note",
+                         "as a result", "for example", "for instance", "on the other hand"})
+LEADING_CONJUNCTIONS = frozenset({"and", "but", "or", "nor", "yet", "also", "whereas"})
+ARTICLES = frozenset({"a", "an", "the", "these", "this", "those", "its", "their"})
+
+
+def without_leading_connective(text: str) -> str:
+    """``text`` without the words that tie a cut passage sentence to the one before it, which no query
+    opens with: a connective and its comma ("here, we report that ..." -> "we report that ..."; "taken
+    together,"), a conjunction ("and lps requirements ..."), "of" before an article ("of the cells
+    are ..."; WordNet's "of or relating to ..." stays). At least one word always stays; whitespace is
+    tidied. The counterpart of ``without_dangling_end`` at the other end."""
+    tokens = text.split()
+    while len(tokens) > 1:
+        lowered = [t.lower() for t in tokens]
+        cut = _leading_connective(lowered)
+        if not cut or cut >= len(tokens):
+            break
+        tokens = tokens[cut:]
+    return " ".join(tokens)
+
+
+def _leading_connective(lowered: list[str]) -> int:
+    """How many leading tokens are a connective (with its comma), a conjunction or "of" + article: 0 if none."""
+    for n in (1, 2, 3, 4):
+        if len(lowered) > n and lowered[n - 1].endswith(",") and " ".join(lowered[:n])[:-1] in CONNECTIVES:
+            return n
+    first = lowered[0]
+    if first in LEADING_CONJUNCTIONS:
+        return 1
+    if first == "of" and len(lowered) > 1 and lowered[1] in ARTICLES:
+        return 1
+    return 0
+
+
 def ends_dangling(text: str) -> bool:
     """True when ``without_dangling_end`` would cut something: the text stops on a word no phrase
     ends on ("... a layer of hair or") or on a comma, colon or dash."""

@@ -41,6 +41,7 @@ from eqi_core.decoder.base import (
     stutters,
     uses_known_words,
     without_dangling_end,
+    without_leading_connective,
     words,
 )
 from eqi_core.errors import DataError
@@ -477,11 +478,12 @@ def real_word_test(collection) -> Callable[[str], bool]:
 def _fluent(pool: list[str], query: str) -> list[str]:
     """Distinct candidates other than the query that repeat no content word and say no token twice in a
     row ("other other"), whitespace tidied, none ending on a word no phrase ends on ("... the emission
-    of": ``without_dangling_end``) or without a content word ("an", "had")."""
+    of": ``without_dangling_end``) or opening on a cut sentence's connective ("here, we show ...":
+    ``without_leading_connective``), none without a content word ("an", "had")."""
     own = " ".join(words(query))
     seen, texts = set(), []
     for text in pool:
-        text = without_dangling_end(text)
+        text = without_leading_connective(without_dangling_end(text))
         if not content_words(text):
             continue  # "an", "had", "a of the" (trimmed to "a"): nothing to search for
         key = " ".join(words(text))

@@ -289,6 +289,29 @@ def test_a_candidate_loses_the_words_no_phrase_ends_on_and_is_then_deduplicated(
     assert _fluent(pool, "people") == ["dealignment", "river bank", "a river bank"]  # the rest: no content word
 
 
+def test_a_candidate_loses_the_connective_a_cut_sentence_opens_with():
+    """Samples copy passage sentences that open by tying to the one before ("here, we report that ...",
+    "thus, ...", "and ..."; 10% of PRF's suggestions on SciFact 300 before this): no query opens so.
+    The connective and its comma go, a conjunction goes, "of" goes before an article; a question word,
+    a preposition that starts a phrase and WordNet's "of or relating to" stay, and so does a last word."""
+    from eqi_core.decoder.base import without_leading_connective
+    from eqi_core.suggestion.model import _fluent
+
+    cases = {"here, we report that yap is essential": "we report that yap is essential",
+             "taken together, these data suggest": "these data suggest", "as a result, the drug binds": "the drug binds",
+             "thus, and the cell divides": "the cell divides", "also, pneumoniae causes legionella": "pneumoniae causes legionella",
+             "and lps requirements are covered": "lps requirements are covered", "of the cells are infiltrated": "the cells are infiltrated",
+             "in addition, cells migrate": "cells migrate", "but  not   here": "not here",
+             # left as they are
+             "of or relating to a bladder": "of or relating to a bladder", "which food is most popular": "which food is most popular",
+             "in the cell": "in the cell", "sigmet, a warning": "sigmet, a warning", "however,": "however,", "and": "and",
+             "first aid kit": "first aid kit", "here and now": "here and now"}
+    for text, trimmed in cases.items():
+        assert without_leading_connective(text) == trimmed, text
+    pool = ["here, we show that podocytes migrate", "podocytes migrate", "thus, podocytes migrate", "and", "however, people"]
+    assert _fluent(pool, "people") == ["we show that podocytes migrate", "podocytes migrate"]
+
+
 def test_sampling_qd_samples_once_at_each_ball_point_and_filters_like_the_models(natural_space, monkeypatch):
     from eqi_core.suggestion.baselines import sampling_suggestions
 
