@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -159,6 +160,8 @@ def search(
         raise DataError("query: empty; give a query text, e.g. eqi search bank")
     if compare is not None and ranker_spec(compare).id == ranker_spec(ranker).id:
         raise DataError(f"--compare {compare}: that is the ranker already searched; name another, e.g. minilm-l6")
+    for q in query:
+        _warn_spec_like(q, "search")
     store = _store()
     c = _load(collection, store)
     rankers = {name: build_ranker(name, c, store, progress=tqdm_progress(f"indexing for {name}", "passage"))
@@ -1200,6 +1203,7 @@ def suggest_cmd(
     from eqi_core.suggestion.panel import CHOICES, feedback_passages, rank_labels, score_with_ranker, suggestion_table
 
     query = check_query(query)  # bad input fails before the collection's space is opened
+    _warn_spec_like(query, "suggest")
     if model not in CHOICES:
         raise DataError(f"--model {model!r}: expected one of {', '.join(CHOICES)}")
     if ranker is not None:
@@ -1297,7 +1301,7 @@ def eval_suggestions_cmd(
         if output_dir is None or not source.is_file():
             raise DataError(f"--only: {source} not found: --output-dir must hold an earlier run's lists.jsonl")
         try:
-            earlier = pd.read_json(source, lines=True, dtype=False, convert_dates=False)
+            earlier = pd.read_json(source, lines=True, dtype=False)  # ids stay text ("0012")
         except ValueError as exc:
             raise DataError(f"{source}: not a lists.jsonl of eqi eval-suggestions ({exc})") from None
         if not {"collection", "query_id", "method", "suggestions", "best@10"} <= set(earlier.columns):
@@ -1579,6 +1583,19 @@ def _warn_language(space) -> None:
         typer.echo(f"note: {space.language_warning}", err=True)
 
 
+_SPEC_LIKE = re.compile(r"(beir|msmarco|irds|wordnet):\S*|wordnet")
+
+
+def _warn_spec_like(text: str, command: str) -> None:
+    """A note on stderr when a query text reads as a collection spec or a folder ("eqi search
+    beir:PATH QUERY" searches WordNet for the spec's text): the collection is named with -c."""
+    text = text.strip()
+    pathlike = "/" in text and len(text) < 4096 and "\n" not in text  # "pages" is a word; "../data/x" a folder
+    if _SPEC_LIKE.fullmatch(text) or (pathlike and Path(text).expanduser().is_dir()):
+        typer.echo(f"note: {text!r} is read as a query, but looks like a collection; name the collection with -c, "
+                   f"e.g. eqi {command} -c {text} ...", err=True)
+
+
 def _warn_typed(space, text: str, what: str) -> None:
     """The latent pages' warnings on stderr: what the encoder does not read of the text, or a language
     the decoder does not write (``LatentSpace.typed_notes``)."""
@@ -1640,6 +1657,7 @@ def traverse_cmd(
     from eqi_core.rankers import build_ranker, ranker_spec
     from eqi_core.suggestion.panel import rank_labels, score_with_ranker
 
+    _warn_spec_like(query, "traverse")
     if ranker is not None:
         ranker_spec(ranker)  # an unknown ranker fails here, in one line
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)

@@ -52,6 +52,19 @@ def test_search_without_results_says_so():
     assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "(no passage shares a term with this query)"
 
 
+def test_a_query_that_reads_as_a_collection_gets_a_note():
+    """"eqi search beir:PATH QUERY" searches the query's collection for the spec's text: a note says to
+    use -c; a word that happens to name a folder ("tests") gets none."""
+    result = runner.invoke(app, ["search", TINY, "river bank", "-c", TINY, "-k", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    notes = [ln for ln in result.stderr.splitlines() if ln.startswith("note:")]
+    assert notes == [f"note: {TINY!r} is read as a query, but looks like a collection; name the collection with -c, "
+                     f"e.g. eqi search -c {TINY} ..."]
+    assert [json.loads(ln)["query"] for ln in result.stdout.splitlines()] == ["river bank"]  # the spec: no hit
+    assert "note: " in runner.invoke(app, ["search", str(TINY_BEIR), "-c", TINY, "-k", "1"]).stderr
+    assert "note: " not in runner.invoke(app, ["search", "tests", "-c", TINY, "-k", "1"]).stderr
+
+
 def test_search_compare_gives_each_list_the_other_rankers_rank():
     result = runner.invoke(app, ["search", "river bank", "-c", TINY, "-k", "5", "--json", "--compare", "minilm-l3-onnx"])
     assert result.exit_code == 0, result.output
