@@ -387,14 +387,22 @@ CONNECTIVES = frozenset({"here", "however", "thus", "hence", "therefore", "furth
                          "as a result", "for example", "for instance", "on the other hand"})
 LEADING_CONJUNCTIONS = frozenset({"and", "but", "or", "nor", "yet", "also", "whereas"})
 ARTICLES = frozenset({"a", "an", "the", "these", "this", "those", "its", "their"})
+# a structured abstract's headings, which SciFact's and Cranfield's passages run into their first
+# sentence ("OBJECTIVE To assess ...", "CONCLUSIONS These findings ..."): a heading counts when a
+# colon or a word only a sentence opens with follows ("background signal", "results in" stay)
+HEADINGS = frozenset({"background", "objective", "objectives", "purpose", "context", "importance", "methods", "results",
+                      "conclusion", "conclusions", "findings", "interpretation", "summary", "introduction"})
+SENTENCE_OPENERS = frozenset({"the", "a", "an", "this", "these", "we", "our", "there", "here", "here,", "it"})
+PURPOSE_HEADINGS = frozenset({"objective", "objectives", "purpose"})  # "objective to assess ..."
 
 
 def without_leading_connective(text: str) -> str:
     """``text`` without the words that tie a cut passage sentence to the one before it, which no query
     opens with: a connective and its comma ("here, we report that ..." -> "we report that ..."; "taken
     together,"), a conjunction ("and lps requirements ..."), "of" before an article ("of the cells
-    are ..."; WordNet's "of or relating to ..." stays). At least one word always stays; whitespace is
-    tidied. The counterpart of ``without_dangling_end`` at the other end."""
+    are ..."; WordNet's "of or relating to ..." stays), a structured abstract's heading run into the
+    sentence ("objective to assess ...", "conclusions these findings ...": ``HEADINGS``). At least one
+    word always stays; whitespace is tidied. The counterpart of ``without_dangling_end`` at the other end."""
     tokens = text.split()
     while len(tokens) > 1:
         lowered = [t.lower() for t in tokens]
@@ -406,7 +414,8 @@ def without_leading_connective(text: str) -> str:
 
 
 def _leading_connective(lowered: list[str]) -> int:
-    """How many leading tokens are a connective (with its comma), a conjunction or "of" + article: 0 if none."""
+    """How many leading tokens are a connective (with its comma), a conjunction, "of" + article or a
+    structured abstract's heading: 0 if none."""
     for n in (1, 2, 3, 4):
         if len(lowered) > n and lowered[n - 1].endswith(",") and " ".join(lowered[:n])[:-1] in CONNECTIVES:
             return n
@@ -414,6 +423,11 @@ def _leading_connective(lowered: list[str]) -> int:
     if first in LEADING_CONJUNCTIONS:
         return 1
     if first == "of" and len(lowered) > 1 and lowered[1] in ARTICLES:
+        return 1
+    if len(lowered) > 1 and (
+            (first.endswith(":") and first[:-1] in HEADINGS)
+            or (first in HEADINGS and lowered[1] in SENTENCE_OPENERS)
+            or (first in PURPOSE_HEADINGS and lowered[1] == "to")):
         return 1
     return 0
 
