@@ -39,3 +39,13 @@ def result_columns() -> dict:
             "passage": st.column_config.TextColumn(width=565),
             "grade": st.column_config.NumberColumn(width=75, help="judged grade; unjudged where the judgments do not name it"),
             "target": st.column_config.TextColumn(width=70)}
+
+
+def change_delta(value: float, before: float) -> dict:
+    """``st.metric`` arguments for a change of a score shown to three decimals: "+0.064" with an arrow,
+    or "±0.000" without arrow or colour when it rounds to no change (Streamlit draws a green up arrow
+    for "+0.000")."""
+    shown = f"{value - before:+.3f}"
+    if shown in ("+0.000", "-0.000"):
+        return {"delta": "±0.000", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": shown}

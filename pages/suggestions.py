@@ -33,7 +33,7 @@ from pages._state import (
     suggestion_space_or_stop,
     warn_about_language,
 )
-from pages._text import literal, result_columns
+from pages._text import change_delta, literal, result_columns
 from pages._url import copy_link, link_onward, page_header, sync_url
 
 MODEL_CHOICES = {"prf": "PRF suggester (query + top-5 passages)", "plain": "plain suggester (query only)",
@@ -111,7 +111,7 @@ if judged:
     m = st.columns(1 + len(best))
     m[0].metric("nDCG@10 of the query", f"{original:.3f}")
     for col, (name, value) in zip(m[1:], best.items()):
-        col.metric(f"Best of {SHORT_NAMES.get(name, name)}", f"{value:.3f}", delta=f"{value - original:+.3f}")
+        col.metric(f"Best of {SHORT_NAMES.get(name, name)}", f"{value:.3f}", **change_delta(value, original))
     if other is not None:
         column = f"ndcg10_{other.id}"
         best_row = table.iloc[1:][column].idxmax() if len(table) > 1 else 0

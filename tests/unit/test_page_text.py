@@ -35,3 +35,12 @@ def test_matched_words_line():
         "Words of “river bank” in it (as BM25 matches them: stems, stop words left out): "
         ":orange-background[bank], :orange-background[banks]")
     assert matched_words_line("*piano*", [], "this passage").startswith(r"“\*piano\*” shares no word with this passage")
+
+
+def test_a_change_that_rounds_to_nothing_has_no_arrow():
+    """A suggester whose best equals the query's nDCG@10 showed a green "↑ +0.000"."""
+    from pages._text import change_delta
+
+    assert change_delta(0.5, 0.5) == change_delta(0.5001, 0.5) == change_delta(0.4999, 0.5) == {
+        "delta": "±0.000", "delta_color": "off", "delta_arrow": "off"}
+    assert change_delta(0.564, 0.5) == {"delta": "+0.064"} and change_delta(0.301, 0.5) == {"delta": "-0.199"}
