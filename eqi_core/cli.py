@@ -1277,7 +1277,7 @@ def eval_suggestions_cmd(
             raise DataError(f"--decoder {decoder} with --write-card: the suggesters' cards hold the table of the "
                             "decoder they name (speaks_with); drop one of them")
 
-    from eqi_core.decoder.natural_eval import corpus_for, real_words
+    from eqi_core.decoder.natural_eval import corpus_for, fluency_judge, real_words
     from eqi_core.rankers import load_encoder
     from eqi_core.suggestion.evaluate import (
         METHOD_KEYS,
@@ -1311,6 +1311,7 @@ def eval_suggestions_cmd(
     suggesters = {k: find_suggester(k, enc, _store()) for k in ("plain", "prf")}
     root = data or _shared_data()
     lexicon = real_words(corpus_for(_store(), root)[0], root)
+    judge = fluency_judge(_store(), root)
     tables, lists = [], []
     for spec in collections:
         space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False, decoder=decoder)
@@ -1324,7 +1325,7 @@ def eval_suggestions_cmd(
         if earlier is not None:
             scored = merge_rerun(earlier[earlier["collection"] == space.collection.name].drop(columns="collection"),
                                  scored, items, f"{output_dir / 'lists.jsonl'} ({space.collection.name})")
-        tables.append(summary(scored, lexicon).assign(collection=space.collection.name))
+        tables.append(summary(scored, lexicon, judge).assign(collection=space.collection.name))
         lists.append(scored.assign(collection=space.collection.name))
     table = pd.concat(tables, ignore_index=True)
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

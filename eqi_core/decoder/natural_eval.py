@@ -71,6 +71,41 @@ def real_words(table: pd.DataFrame, data_root) -> frozenset[str]:
     return lexicon_of(texts, wordnet_words())
 
 
+JUDGE_VERSION = 3
+
+
+def fluency_judge(store, data_root):
+    """The perplexity judge (``language_model.KneserNeyLM``), the paper's Table 6 fluency proxy.
+    Trained once into the store on the corpus's training split (the training queries and the passage
+    sentences; not a decoder's samples, never a held-out text), less every text that is a query of an
+    evaluated collection: 8 of TREC DL 2019's 43 test queries are in the MS MARCO logs, and a judge
+    that read them would call the original queries fluent by memory. The decoders learned from the
+    same text, as the paper's qsT5 and its T5 judge share C4: a judge for comparing methods, not an
+    independent reader. (A judge of the queries alone was tried: its <unk> took a fifth of SciFact's
+    words and scored a keyword list of rare words as fluent as a sentence.)"""
+    from eqi_core.decoder.corpus import SYNTHETIC_KIND, default_recipe, normalised
+    from eqi_core.decoder.language_model import KneserNeyLM
+    from eqi_core.loaders import load_collection
+
+    table, meta = corpus_for(store, data_root)
+    specs = {k: s for k, s in default_recipe(Path(data_root)).collections.items() if s.startswith("beir:")}
+
+    def build(tmp: Path) -> dict:
+        evaluated = set()
+        for spec in specs.values():
+            evaluated.update(normalised(q) for q in load_collection(spec).queries["text"])
+        train = table[(table["split"] == "train") & (table["kind"] != SYNTHETIC_KIND)]
+        kept = train[~train["text"].map(normalised).isin(evaluated)]
+        lm = KneserNeyLM.fit(kept["text"].tolist())
+        lm.save(tmp / "lm.npz")
+        return {"texts": len(kept), "dropped_evaluation_queries": len(train) - len(kept), "vocabulary": lm.size,
+                "trigram_types": int(len(lm.tables["tri"]))}
+
+    art = store.get_or_build("fluency-lm", {"corpus": meta["digest"], "collections": sorted(specs),
+                                            "version": JUDGE_VERSION}, build)
+    return KneserNeyLM.load(art.file("lm.npz"))
+
+
 @lru_cache(maxsize=1)
 def wordnet_words() -> frozenset[str]:
     """Every word of every WordNet lemma (index.sense, read as the WordNet collection reads it), kept

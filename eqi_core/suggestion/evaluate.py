@@ -206,18 +206,21 @@ def paired_difference(scored: pd.DataFrame, method: str, reference: str = "RM3",
             f"best@{k}_minus_{reference}_hi": hi}
 
 
-def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.DataFrame:
+def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None, judge=None) -> pd.DataFrame:
     """Per method: mean best-of-k with 95% intervals, Self-BLEU, fluency, suggestions per query, a
     typical suggestion's nDCG@10 gain over its query (``mean_gain``: per query the mean over its
     suggestions, then over queries) and the share of suggestions above their query, and the paired
-    best-of-10 difference from RM3."""
+    best-of-10 difference from RM3. With a ``judge`` (``natural_eval.fluency_judge``), the per-token
+    perplexity of all the method's suggestions and the share of their words it does not know (the
+    paper's Table 6 PPL; the original queries get theirs too)."""
     from eqi_core.decoder.natural_eval import fluency
 
     rows = []
     first = scored.drop_duplicates("query_id")
     lo, hi = bootstrap_mean_ci(first["original"].to_numpy())
     rows.append({"method": "original query", "queries": len(first), **{f"best@{k}": first["original"].mean() for k in CUTOFFS},
-                 **{f"best@{k}_{end}": v for k in CUTOFFS for end, v in (("lo", lo), ("hi", hi))}})
+                 **{f"best@{k}_{end}": v for k in CUTOFFS for end, v in (("lo", lo), ("hi", hi))},
+                 **(_perplexity(judge, first["query"].tolist()) if judge is not None else {})})
     for method in [m for m in METHOD_ORDER if m in set(scored["method"])]:
         part = scored[scored["method"] == method]
         row = {"method": method, "queries": len(part)}
@@ -235,6 +238,13 @@ def summary(scored: pd.DataFrame, lexicon: frozenset[str] | None = None) -> pd.D
         if lexicon is not None:
             fl = fluency(texts, lexicon)
             row.update({k: fl[k] for k in ("nonword", "repeat", "repeat_inflected", "words")})
+        if judge is not None:
+            row.update(_perplexity(judge, texts))
         row.update(paired_difference(scored, method))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _perplexity(judge, texts: list[str]) -> dict:
+    got = judge.score(texts)
+    return {"perplexity": got["perplexity"], "judge_oov": got["oov"]}

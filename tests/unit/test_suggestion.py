@@ -839,6 +839,25 @@ def test_self_bleu_of_one_suggestion_lists_is_empty_without_a_warning(tiny, stor
     assert table.loc["RM3", "self_bleu"] == pytest.approx(self_bleu(["river bank water", "river bank shore"]))
 
 
+def test_summary_gives_each_method_and_the_queries_a_perplexity(tiny, store):
+    """With a fluency judge, every row (the original queries too) carries the judge's per-token
+    perplexity of its texts and the share of their words it does not know (the paper's Table 6)."""
+    from eqi_core.decoder.language_model import KneserNeyLM
+    from eqi_core.rankers import build_ranker
+    from eqi_core.suggestion.evaluate import rescore_lists, summary
+
+    judge = KneserNeyLM.fit(["river bank water", "the river bank", "bank loan interest rates", "a bank loan"] * 2)
+    lists = pd.DataFrame([
+        {"query_id": "q1", "query": "river bank", "gold": "d1", "method": "RM3", "suggestions": ["river bank water", "river bank shore"]},
+        {"query_id": "q2", "query": "bank loan interest", "gold": "d6", "method": "RM3", "suggestions": ["bank loan"]},
+    ])
+    table = summary(rescore_lists(lists, build_ranker("bm25", tiny, store), tiny.judgments), judge=judge).set_index("method")
+    rm3 = judge.score(["river bank water", "river bank shore", "bank loan"])
+    assert table.loc["RM3", "perplexity"] == pytest.approx(rm3["perplexity"])
+    assert table.loc["RM3", "judge_oov"] == pytest.approx(1 / 8)  # "shore" of 8 words
+    assert table.loc["original query", "perplexity"] == pytest.approx(judge.score(["river bank", "bank loan interest"])["perplexity"])
+
+
 def test_top_tens_show_unjudged_passages_as_missing_not_as_grade_0(natural_space, tiny):
     """Both top-10 tables (the space's and another ranker's) give a judged passage its grade, a
     judged 0 stays 0, and an unjudged passage is <NA> (the pages show "unjudged"), never 0."""
