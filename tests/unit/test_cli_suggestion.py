@@ -115,10 +115,12 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     command that made them. The evaluation's vocabulary (the shared query logs) is replaced by the
     tiny collection's words, so this runs without ../shared."""
     from eqi_core.decoder import natural_eval
+    from eqi_core.decoder.language_model import KneserNeyLM
     from eqi_core.suggestion.model import ASSETS
 
     monkeypatch.setattr(natural_eval, "corpus_for", lambda store, root: (None, {}))
     monkeypatch.setattr(natural_eval, "real_words", lambda table, root: natural_eval.lexicon_of(tiny.passage_texts(), set()))
+    monkeypatch.setattr(natural_eval, "fluency_judge", lambda store, root: KneserNeyLM.fit(tiny.passage_texts()))
     card_dir = tmp_path / "prf"
     shutil.copytree(ASSETS / "prf-minilm-l6", card_dir)
     argv = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),
@@ -146,6 +148,7 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     both = "eqi " + " ".join(argv) + ", then eqi " + " ".join(argv + ["--only", "prf"])
     assert card["evaluation_commands"][tiny.name] == both
     assert "mean_gain" in summary.columns and "share_above_query" in summary.columns
+    assert summary["perplexity"].gt(1).all()  # every row, the original queries' too (the paper's Table 6)
     code, out, err = run_main(monkeypatch, capsys, argv + ["--only", "prf"])  # the same --only run again: named once
     assert code == 0, err
     assert json.loads((card_dir / "card.json").read_text(encoding="utf-8"))["evaluation_commands"][tiny.name] == both
