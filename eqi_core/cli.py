@@ -855,12 +855,16 @@ DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEI
 def decoder_corpus_cmd(
     output: Path = typer.Option(..., "--output", "-o", help="the corpus Parquet file to write"),
     data: Path | None = DataRootOpt,
+    version: int = typer.Option(2, "--corpus-version", min=1, max=2, help="2: the evaluated collections' queries never "
+                                "trained on; 1: the shipped decoders' corpus (8 of DL19's queries in training)"),
 ) -> None:
     """Write the natural decoder's training corpus: every query log plus sentences cut from WordNet glosses,
-    DL19, SciFact and Cranfield passages, with held-out splits by hash (never trained on)."""
+    DL19, SciFact and Cranfield passages, with held-out splits by hash and, from version 2, without DL19's,
+    SciFact's and Cranfield's queries (never trained on)."""
     from eqi_core.decoder.corpus import build_corpus, default_recipe
 
-    summary = build_corpus(default_recipe(data or _shared_data()), output, tqdm_progress("cutting sentences", "collection"))
+    recipe = default_recipe(data or _shared_data(), version)
+    summary = build_corpus(recipe, output, tqdm_progress("cutting sentences", "collection"))
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "recipe"}, indent=1))
 
 
@@ -913,9 +917,10 @@ def decoder_lexicon_cmd(
 
     card = read_natural_card(decoder)
     if corpus is None:
+        from eqi_core.decoder.natural import corpus_version
         from eqi_core.decoder.natural_eval import corpus_path_for
 
-        corpus = corpus_path_for(_store(), _shared_data())
+        corpus = corpus_path_for(_store(), _shared_data(), corpus_version(decoder))
     table, summary = read_corpus(corpus)
     trained_on = (card.get("corpus") or {}).get("digest")
     if trained_on and trained_on != summary.get("digest"):

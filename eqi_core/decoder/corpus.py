@@ -5,7 +5,11 @@ Held out, never trained on (so evaluation is honest):
   logs falls on the same side);
 - a share of each collection's passages, chosen by a hash of the collection name and passage id,
   plus (WordNet) the judged passages of the collection's own held-out queries; no sentence of a
-  held-out passage is cut, and a cut sentence equal to a held-out query is dropped.
+  held-out passage is cut, and a cut sentence equal to a held-out query is dropped;
+- (version 2) every query of the collections the project evaluates on (TREC DL 2019, SciFact,
+  Cranfield): 8 of DL19's 43 test queries are in the MS MARCO logs, and the decoders of version 1
+  read them. Such log rows stay in the table with split "evaluated" (their words are real words for
+  the evaluation's vocabulary) and a cut sentence equal to one is dropped.
 
 The corpus is one Parquet table (text, kind, source, split) written atomically, with a summary.
 """
@@ -25,7 +29,8 @@ from eqi_core.decoder.base import words
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
 
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2  # 1: the shipped decoders' corpus (evaluated queries in training); 2: without them
+EVALUATED_SPLIT = "evaluated"
 HELDOUT_QUERY_SHARE = 0.05
 HELDOUT_PASSAGE_SHARE = 0.1
 SYNTHETIC_KIND = "synthetic"  # a trained decoder's own samples (eqi decoder-synthetic), paired with their embeddings
@@ -59,6 +64,13 @@ class CorpusRecipe:
     query_share: float = HELDOUT_QUERY_SHARE
     passage_share: float = HELDOUT_PASSAGE_SHARE
     seed: int = 0
+    # key -> collection spec whose queries (every split) are never trained on (version 2); left out of
+    # the repr, the store's key for version 1, so the shipped decoders' corpus keeps its key and bytes
+    evaluated: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def version(self) -> int:
+        return 2 if self.evaluated else 1
 
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s*[\n\r]+\s*")
@@ -123,8 +135,15 @@ def build_corpus(recipe: CorpusRecipe, out: Path, progress: ProgressFn | None = 
     logs["split"] = np.where([query_heldout(t, recipe.query_share) for t in logs["text"]], "heldout", "train")
     logs["kind"] = "query"
     held_query_keys = {normalised(t) for t in logs.loc[logs["split"] == "heldout", "text"]}
+    evaluated = evaluated_queries(recipe.evaluated)
+    moved = (logs["split"] == "train") & logs["text"].map(normalised).isin(evaluated)
+    logs.loc[moved, "split"] = EVALUATED_SPLIT
+    held_query_keys |= evaluated
     parts = [logs]
-    summary = {"version": CORPUS_VERSION, "recipe": asdict(recipe), "sources": {}}
+    recipe_dict = asdict(recipe)
+    if not recipe.evaluated:
+        recipe_dict.pop("evaluated")  # version 1's summary, as the shipped decoders' cards hold it
+    summary = {"version": recipe.version, "recipe": recipe_dict, "sources": {}}
     for i, (key, spec) in enumerate(recipe.collections.items()):
         coll = load_collection(spec)
         held = heldout_passages(key, coll, recipe.passage_share)
@@ -142,9 +161,13 @@ def build_corpus(recipe: CorpusRecipe, out: Path, progress: ProgressFn | None = 
             progress(i + 1, len(recipe.collections))
     table = pd.concat(parts, ignore_index=True)
     key = table["text"].map(normalised)
-    table = table[~key.duplicated() | (table["split"] == "heldout")].reset_index(drop=True)
+    table = table[~key.duplicated() | (table["split"] != "train")].reset_index(drop=True)
     summary["queries_train"] = int(((table["kind"] == "query") & (table["split"] == "train")).sum())
     summary["queries_heldout"] = int((table["split"] == "heldout").sum())
+    if recipe.evaluated:
+        summary["queries_evaluated"] = {
+            "collections": sorted(recipe.evaluated), "distinct": len(evaluated),
+            "in_logs": logs.loc[moved].groupby("source").size().to_dict()}
     summary["sentences_train"] = int((table["kind"] == "passage").sum())
     summary["query_sources"] = logs.groupby("source").size().to_dict()
     out = Path(out)
@@ -156,6 +179,16 @@ def build_corpus(recipe: CorpusRecipe, out: Path, progress: ProgressFn | None = 
     with atomic_path(out.with_suffix(".json")) as tmp:
         Path(tmp).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
+
+
+def evaluated_queries(collections: dict[str, str]) -> set[str]:
+    """The normalised texts of every query of these collections (all splits)."""
+    from eqi_core.loaders import load_collection
+
+    keys: set[str] = set()
+    for spec in collections.values():
+        keys.update(k for k in map(normalised, load_collection(spec).queries["text"]) if k)
+    return keys
 
 
 def read_corpus(path: Path) -> tuple[pd.DataFrame, dict]:
@@ -174,9 +207,12 @@ def read_corpus(path: Path) -> tuple[pd.DataFrame, dict]:
     return table, summary
 
 
-def default_recipe(data_root: Path) -> CorpusRecipe:
-    """The shipped decoder's recipe over ``../shared/data``: every query log, WordNet glosses
-    (full), TREC DL 2019 passages, SciFact abstracts and Cranfield."""
+def default_recipe(data_root: Path, version: int = CORPUS_VERSION) -> CorpusRecipe:
+    """The decoders' recipe over ``../shared/data``: every query log, WordNet glosses (full), TREC DL
+    2019 passages, SciFact abstracts and Cranfield; version 2 never trains on those collections'
+    queries, version 1 (the shipped decoders') did."""
+    if version not in (1, 2):
+        raise DataError(f"decoder corpus version {version}: expected 1 or 2")
     data_root = Path(data_root)
     logs = sorted(str(p) for p in (data_root / "query-logs").glob("*.tsv"))
     if not logs:
@@ -185,9 +221,11 @@ def default_recipe(data_root: Path) -> CorpusRecipe:
     for key, folder in [("trec-dl19-passage", "trec-dl19-passage"), ("scifact", "scifact"), ("cranfield", "cranfield")]:
         if (data_root / folder).is_dir():
             colls[key] = f"beir:{data_root / folder}"
+    evaluated = {k: s for k, s in colls.items() if s.startswith("beir:")} if version == 2 else {}
     return CorpusRecipe(query_logs=logs, collections=colls,
-                        crops_per_passage={"wordnet-full": 1, "trec-dl19-passage": 6, "scifact": 8, "cranfield": 6})
+                        crops_per_passage={"wordnet-full": 1, "trec-dl19-passage": 6, "scifact": 8, "cranfield": 6},
+                        evaluated=evaluated)
 
 
-__all__ = ["QUERY_KINDS", "SYNTHETIC_KIND", "CorpusRecipe", "build_corpus", "read_corpus", "default_recipe",
+__all__ = ["QUERY_KINDS", "SYNTHETIC_KIND", "EVALUATED_SPLIT", "CorpusRecipe", "evaluated_queries", "build_corpus", "read_corpus", "default_recipe",
            "query_heldout", "passage_heldout", "crops", "sentences", "unit_hash"]

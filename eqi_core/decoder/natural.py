@@ -491,6 +491,12 @@ def read_natural_card(folder: Path) -> dict:
     return card
 
 
+def corpus_version(folder: Path) -> int:
+    """The decoder corpus version a natural decoder trained on (its card; 1 before versions were
+    recorded there), so that its word list and evaluation read that corpus."""
+    return int((read_natural_card(folder).get("corpus") or {}).get("version", 1))
+
+
 def load_natural(folder: Path, encoder, beam: int = 8) -> NaturalDecoderModel:
     """A natural decoder checkpoint for ``encoder``; refused with one line for another encoder."""
     from safetensors.torch import load_file

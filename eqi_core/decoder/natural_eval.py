@@ -58,14 +58,15 @@ def lexicon_of(texts, extra=()) -> frozenset[str]:
 
 
 def real_words(table: pd.DataFrame, data_root) -> frozenset[str]:
-    """The evaluation's vocabulary: the training queries, every passage of the corpus's collections
-    (held-out ones included: their words are real words) and WordNet's lemmas."""
+    """The evaluation's vocabulary: the logs' queries (the evaluated collections' too), every passage
+    of the corpus's collections (held-out ones included: their words are real words) and WordNet's
+    lemmas; the same words for either corpus version."""
     from pathlib import Path
 
-    from eqi_core.decoder.corpus import default_recipe
+    from eqi_core.decoder.corpus import EVALUATED_SPLIT, default_recipe
     from eqi_core.loaders import load_collection
 
-    texts = list(table.loc[table["split"] == "train", "text"])
+    texts = list(table.loc[table["split"].isin(["train", EVALUATED_SPLIT]), "text"])
     for spec in default_recipe(Path(data_root)).collections.values():
         texts += load_collection(spec).passage_texts()
     return lexicon_of(texts, wordnet_words())
@@ -334,22 +335,25 @@ __all__ = ["round_trip_natural", "round_trip_by_source", "query_family", "passag
            "compare_on_wordnet"]
 
 
-def corpus_for(store, data_root) -> tuple[pd.DataFrame, dict]:
+def corpus_for(store, data_root, version: int | None = None) -> tuple[pd.DataFrame, dict]:
     """The natural corpus of ``data_root`` (``../shared/data``), built once into the store."""
     from eqi_core.decoder.corpus import read_corpus
 
-    return read_corpus(corpus_path_for(store, data_root))
+    return read_corpus(corpus_path_for(store, data_root, version))
 
 
-def corpus_path_for(store, data_root):
-    """Path of the natural corpus of ``data_root`` in the store (built on first use)."""
+def corpus_path_for(store, data_root, version: int | None = None):
+    """Path of the natural corpus of ``data_root`` in the store (built on first use): the current
+    recipe, or ``version`` (a decoder card's ``corpus.version``: 1 for the shipped decoders)."""
     from pathlib import Path
 
     from eqi_core.decoder.corpus import CORPUS_VERSION, build_corpus, default_recipe
 
-    recipe = default_recipe(Path(data_root))
-    sig = {"recipe": repr(recipe), "version": CORPUS_VERSION,
+    recipe = default_recipe(Path(data_root), version or CORPUS_VERSION)
+    sig = {"recipe": repr(recipe), "version": recipe.version,
            "sizes": {p: Path(p).stat().st_size for p in recipe.query_logs}}
+    if recipe.evaluated:
+        sig["evaluated"] = recipe.evaluated
     def build(tmp: Path) -> dict:
         made = build_corpus(recipe, tmp / "corpus.parquet")
         return {"digest": made["digest"], "queries_train": made["queries_train"]}
@@ -369,7 +373,13 @@ def evaluate_natural(store, data_root, decoder_path=None, n_queries: int = 300, 
     from eqi_core.rankers import load_encoder
     from eqi_core.rankers.dense import encode_texts
 
-    table, summary = read_corpus(Path(corpus_path)) if corpus_path else corpus_for(store, data_root)
+    if corpus_path:
+        table, summary = read_corpus(Path(corpus_path))
+    else:  # the corpus the decoder read: its nearest-logged-query pool is that training log
+        from eqi_core.decoder.natural import corpus_version
+        from eqi_core.decoder.space import shipped_natural_decoder
+
+        table, summary = corpus_for(store, data_root, corpus_version(decoder_path or shipped_natural_decoder("minilm-l6")))
     encoder = load_encoder("minilm-l6")
     train_log = table[(table["split"] == "train") & (table["kind"] == "query")]["text"].tolist()
     log_emb = encode_texts(encoder, train_log, store, {"field": "natural-training-log", "corpus": summary["digest"]})

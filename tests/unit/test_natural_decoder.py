@@ -654,3 +654,46 @@ def test_a_partial_re_run_replaces_its_rows_and_records_each_rows_command():
     assert got["updated"] == {"decoder": "run A", "word-edit search": "run A", "decoder+rerank": "run B"}
     again = with_rows_replaced(got, {**rerun, "command": "run C"}, ["decoder+rerank"])
     assert again["updated"] == {"decoder": "run A", "word-edit search": "run A", "decoder+rerank": "run C"}
+
+
+def test_corpus_version_2_never_trains_on_evaluated_queries(tmp_path):
+    """Version 2 moves a log query equal to an evaluated collection's query (any split, any case) out
+    of training, keeps it as split 'evaluated', and drops a cut sentence equal to one; version 1 (the
+    shipped decoders' corpus) is the recipe without ``evaluated`` and keeps it in training."""
+    from eqi_core.decoder.corpus import EVALUATED_SPLIT
+
+    log = tmp_path / "log.tsv"
+    lines = [f"q{i}\twhat is thing number {i}" for i in range(40)] + ["x1\tHow to bake bread?", "x2\tzebra migration"]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    v1 = CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 5}, passage_share=0.0)
+    v2 = CorpusRecipe([str(log)], {"tiny": f"beir:{TINY_BEIR}"}, {"tiny": 5}, passage_share=0.0,
+                      evaluated={"tiny": f"beir:{TINY_BEIR}"})
+    assert (v1.version, v2.version) == (1, 2) and repr(v1) == repr(v2)  # the store's key of version 1 is unchanged
+    s1 = build_corpus(v1, tmp_path / "v1.parquet")
+    s2 = build_corpus(v2, tmp_path / "v2.parquet")
+    t1, t2 = read_corpus(tmp_path / "v1.parquet")[0], read_corpus(tmp_path / "v2.parquet")[0]
+    assert s1["version"] == 1 and "evaluated" not in s1["recipe"] and "queries_evaluated" not in s1
+    assert s2["version"] == 2 and s2["recipe"]["evaluated"] == {"tiny": f"beir:{TINY_BEIR}"}
+    evaluated = {"How to bake bread?", "zebra migration"} - set(t1.loc[t1["split"] == "heldout", "text"])
+    assert evaluated <= set(t1.loc[t1["split"] == "train", "text"])
+    assert not evaluated & set(t2.loc[t2["split"] == "train", "text"])
+    assert evaluated == set(t2.loc[t2["split"] == EVALUATED_SPLIT, "text"])
+    assert s2["queries_evaluated"]["in_logs"] == {"log": len(evaluated)} and s2["queries_evaluated"]["distinct"] == 5
+    assert s2["queries_train"] == s1["queries_train"] - len(evaluated)
+    # the evaluation's vocabulary (real_words: training and evaluated rows) reads the same texts in either version
+    readable = ["train", EVALUATED_SPLIT]
+    assert set(t1.loc[t1["split"].isin(readable), "text"]) == set(t2.loc[t2["split"].isin(readable), "text"])
+    # a passage sentence that is an evaluated query is not cut either
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text(json.dumps({"_id": "p1", "title": "", "text": "How to bake bread. The oven "
+                                                   "must be hot before the dough goes in"}) + "\n", encoding="utf-8")
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "e1", "text": "how to bake bread"}) + "\n", encoding="utf-8")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\ne1\tp1\t1\n", encoding="utf-8")
+    plain_log = tmp_path / "plain.tsv"
+    plain_log.write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
+    for evaluated_spec, cut in [({}, True), ({"b": f"beir:{beir}"}, False)]:
+        recipe = CorpusRecipe([str(plain_log)], {"b": f"beir:{beir}"}, {"b": 5}, passage_share=0.0, evaluated=evaluated_spec)
+        build_corpus(recipe, tmp_path / "b.parquet")
+        passages = read_corpus(tmp_path / "b.parquet")[0].query("kind == 'passage'")["text"].tolist()
+        assert ("How to bake bread" in passages) == cut and "The oven must be hot before the dough goes in" in passages
