@@ -1268,6 +1268,8 @@ def eval_suggestions_cmd(
     decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the suggestions "
                                         "(e.g. assets/decoders/natural-minilm-l6); default: the one the suggesters' "
                                         "cards name (speaks_with)"),
+    suggester: list[Path] = typer.Option([], "--suggester", help="a suggester folder in place of the one of its kind "
+                                         "(repeat for both; e.g. a re-ranker on trial); not with --write-card"),
 ) -> None:
     """Best-of-1/3/5/10 nDCG@10 with bootstrap 95% intervals, a typical suggestion's gain, Self-BLEU and fluency
     for RM3, two probes (the query plus a random word), Sampling+QD, the feedback baselines, the plain and PRF
@@ -1281,6 +1283,9 @@ def eval_suggestions_cmd(
         if write_card:
             raise DataError(f"--decoder {decoder} with --write-card: the suggesters' cards hold the table of the "
                             "decoder they name (speaks_with); drop one of them")
+    if suggester and write_card:
+        raise DataError(f"--suggester {suggester[0]} with --write-card: the cards hold the shipped suggesters' "
+                        "tables; drop one of them")
 
     from eqi_core.decoder.natural_eval import corpus_for, fluency_judge, real_words
     from eqi_core.rankers import load_encoder
@@ -1293,7 +1298,7 @@ def eval_suggestions_cmd(
         suggestion_lists,
         summary,
     )
-    from eqi_core.suggestion.model import find_suggester
+    from eqi_core.suggestion.model import find_suggester, load_suggester
 
     rerun, earlier = None, None
     if only:
@@ -1314,6 +1319,9 @@ def eval_suggestions_cmd(
                             "(collection, query_id, method, suggestions, best@k...)")
     enc = load_encoder(encoder)
     suggesters = {k: find_suggester(k, enc, _store()) for k in ("plain", "prf")}
+    for folder in suggester:
+        given = load_suggester(folder, enc)
+        suggesters[given.kind] = given
     root = data or _shared_data()
     lexicon = real_words(corpus_for(_store(), root)[0], root)
     judge = fluency_judge(_store(), root)
@@ -1344,6 +1352,7 @@ def eval_suggestions_cmd(
 
         atomic_write(output_dir / "summary.json", json.dumps({"samples": {"queries": queries, "seed": seed,
                      "all_queries": all_queries}, "decoder": str(decoder or suggestion_decoder(encoder)),
+                     "suggesters": {k: str(v.card.get("_folder", "")) for k, v in suggesters.items()},
                      "rows": table.to_dict(orient="records")}, indent=1, default=str))
     for folder in write_card:
         from eqi_core.suggestion.model import CARD, DECODING, describe_decoding, read_suggester_card

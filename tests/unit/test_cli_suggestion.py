@@ -156,10 +156,13 @@ def test_eval_suggestions_writes_its_tables_and_the_card(monkeypatch, capsys, tm
     assert summary["decoder"].endswith("/natural-minilm-l6-real")  # the suggesters' speaks_with
     # another shipped decoder speaks the suggestions; the summary says which
     other = ["eval-suggestions", "-c", TINY, "--all-queries", "--queries", "1", "--no-oracle", "--data", str(tmp_path),
-             "-o", str(tmp_path / "other"), "--decoder", str(ASSETS.parent / "decoders" / "natural-minilm-l6")]
+             "-o", str(tmp_path / "other"), "--decoder", str(ASSETS.parent / "decoders" / "natural-minilm-l6"),
+             "--suggester", str(card_dir)]  # and a PRF suggester folder on trial in place of the shipped one
     code, out, err = run_main(monkeypatch, capsys, other)
     assert code == 0, err
-    assert json.loads((tmp_path / "other" / "summary.json").read_text(encoding="utf-8"))["decoder"].endswith("/natural-minilm-l6")
+    other_summary = json.loads((tmp_path / "other" / "summary.json").read_text(encoding="utf-8"))
+    assert other_summary["decoder"].endswith("/natural-minilm-l6")
+    assert other_summary["suggesters"]["prf"] == str(card_dir) and other_summary["suggesters"]["plain"].endswith("plain-minilm-l6")
     assert set(pd.read_csv(tmp_path / "other" / "summary.csv")["method"]) == methods
 
 
@@ -199,6 +202,8 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     (["train-suggester", "--model", "nope"], "--model 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--target", "nope"], "--target 'nope'"),
     (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),
+    (["eval-suggestions", "-c", TINY, "--suggester", "assets/suggesters/prf-minilm-l6", "--write-card",
+      "assets/suggesters/prf-minilm-l6"], "with --write-card: the cards hold the shipped suggesters' tables"),
     (["eval-suggestions", "-c", TINY, "--only", "prf,nope"], "--only prf,nope: expected some of rm3, feedback-term, random-term, sampling"),
     (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
