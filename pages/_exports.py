@@ -35,8 +35,8 @@ def figure_downloads(fig, name: str, key: str) -> None:
 
     row = st.container(horizontal=True)  # flows in a half-width column as in a full-width one
     row.download_button("PNG", lambda: image("png", scale=SLIDE_SCALE), f"{name}.png", "image/png",
-                        key=f"{key}_png", icon=":material/image:")
+                        on_click="ignore", key=f"{key}_png", icon=":material/image:")
     row.download_button("SVG", lambda: image("svg"), f"{name}.svg", "image/svg+xml",
-                        key=f"{key}_svg", icon=":material/draw:")
-    row.download_button("HTML", lambda: figure_html(made()), f"{name}.html", "text/html", key=f"{key}_html",
+                        on_click="ignore", key=f"{key}_svg", icon=":material/draw:")
+    row.download_button("HTML", lambda: figure_html(made()), f"{name}.html", "text/html", on_click="ignore", key=f"{key}_html",
                         icon=":material/code:")

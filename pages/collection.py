@@ -282,7 +282,7 @@ def where_the_ranker_fails() -> None:
                     query=row["query"], target=gold)
         link_onward(links, "pages/suggestions.py", "Better queries (Query suggestions)", ":material/lightbulb:", query=row["query"])
     right.download_button("Every judged query (CSV)", lambda: eff.per_query.to_csv(index=False).encode(),
-                          f"per_query_{ranker.id}.csv", "text/csv", key="eff_csv")  # made when clicked
+                          f"per_query_{ranker.id}.csv", "text/csv", on_click="ignore", key="eff_csv")  # made when clicked
 
 
 where_the_ranker_fails()

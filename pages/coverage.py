@@ -161,9 +161,9 @@ for agg in ("max", "mean"):
 st.dataframe(shown[["ranker", "release", "mean_metric", "TaSC max (95% CI)", "TaSC mean (95% CI)", "reference"]],
              hide_index=True, width="stretch", column_config={"mean_metric": st.column_config.NumberColumn(f"mean {measure_name}", format="%.4f")})
 d1, d2, d3 = st.columns(3)
-d1.download_button("Matrix (CSV)", values.to_csv().encode(), "per_query_matrix.csv", "text/csv", key="dl_matrix")
-d2.download_button("TaSC table (CSV)", table.to_csv(index=False).encode(), "tasc.csv", "text/csv", key="dl_tasc")
-d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(), "tasc.tex", "text/x-tex", key="dl_latex")
+d1.download_button("Matrix (CSV)", values.to_csv().encode(), "per_query_matrix.csv", "text/csv", on_click="ignore", key="dl_matrix")
+d2.download_button("TaSC table (CSV)", table.to_csv(index=False).encode(), "tasc.csv", "text/csv", on_click="ignore", key="dl_tasc")
+d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(), "tasc.tex", "text/x-tex", on_click="ignore", key="dl_latex")
 
 # -- figures -------------------------------------------------------------------------------------
 def clicked_query(event, queries: set) -> str | None:
@@ -305,7 +305,7 @@ def comparison_report() -> str:
 
 
 st.download_button("Comparison report (HTML, opens offline)", comparison_report, "coverage-report.html", "text/html",
-                   key="cov_report", type="primary",
+                   on_click="ignore", key="cov_report", type="primary",
                    help=f"The TaSC table, figures and tests, and query {qid} as drilled into above, passages' text included.")
 
 with link:

@@ -191,7 +191,7 @@ if result.exact is not None:
                       on_select=lambda: st.session_state.update(exp_picked="exp_exact"), selection_mode="single-row")
     exact_words = with_shared_words(result.exact, result.text)  # the CSV's column and the line below, once
     cols[0].download_button("CSV", exact_words.to_csv(index=False).encode(),
-                            "exact_exposing_queries.csv", key="exp_dl_exact")
+                            "exact_exposing_queries.csv", on_click="ignore", key="exp_dl_exact")
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
     col.dataframe(result.lists[name][["query", "rank"]], hide_index=True, key=f"exp_list_{name}",
@@ -199,7 +199,8 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
                   placeholder=f"> {n_qd}", column_config={"rank": st.column_config.NumberColumn(
                       "rank", format="%d", help=f"the passage's rank for this query (exact); '> {n_qd}': this query "
                                                 f"does not show it in its top {n_qd}")})
-    col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv", key=f"exp_dl_{name}")
+    col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv",
+                        on_click="ignore", key=f"exp_dl_{name}")
 
 if result.exact is not None and len(result.exact):
     st.caption(word_overlap_line(exact_words, result.text))  # lexical or not: what a dense ranker adds
@@ -284,7 +285,7 @@ elif other is not None:
                                 "places up": st.column_config.NumberColumn(
                                     format="%+d", help=f"rank under {name_a} minus rank under {name_b}: above 0, "
                                                        f"{name_b} shows it higher")})
-    st.download_button("CSV", change.to_csv(index=False).encode(), "exposure_change.csv", key="exp_change_csv")
+    st.download_button("CSV", change.to_csv(index=False).encode(), "exposure_change.csv", on_click="ignore", key="exp_change_csv")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
 generated = None
@@ -323,7 +324,7 @@ else:
         st.dataframe(shown, hide_index=True, key="exp_gen_table", placeholder="not retrieved",
                      column_config={"its rank": st.column_config.NumberColumn(format="%d")})
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
-                           key="exp_gen_csv")
+                           on_click="ignore", key="exp_gen_csv")
 
 
 def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
@@ -350,7 +351,7 @@ def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
         st.button(f"Audit {chosen_doc} instead", key="exp_retr_open", icon=":material/visibility:",
                   on_click=lambda: st.session_state.update(exp_source="From the collection", exp_doc=chosen_doc, exp_find=""))
     st.download_button("r(d) of every passage (CSV)", lambda: pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values})
-                       .to_csv(index=False).encode(), "retrievability.csv", "text/csv", key="exp_retr_csv")  # made when clicked
+                       .to_csv(index=False).encode(), "retrievability.csv", "text/csv", on_click="ignore", key="exp_retr_csv")  # made when clicked
 
 
 figures = ([fig] if chosen and result.exact is not None else []) + [f for f in (patience_fig, change_fig) if f is not None]
@@ -392,4 +393,4 @@ if change is not None:
 st.download_button("Audit report (HTML, opens offline)",
                    lambda: exposure_report(result, meta, figures, retr, change, change_line,
                                            [shown_query] if shown_query else [], generated),
-                   f"exposure-report-{doc_id or 'pasted'}.html", "text/html", key="exp_report", type="primary")
+                   f"exposure-report-{doc_id or 'pasted'}.html", "text/html", on_click="ignore", key="exp_report", type="primary")

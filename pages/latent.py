@@ -216,7 +216,7 @@ picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode=
                                      "nDCG@10": st.column_config.NumberColumn(format="%.3f", width=70 if narrow else 75),
                                      "cos(q)": st.column_config.NumberColumn(format="%.3f", width=50 if narrow else 60),
                                      "cos(d)": st.column_config.NumberColumn(format="%.3f", width=50 if narrow else 60)})
-st.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", key="lat_csv",
+st.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", on_click="ignore", key="lat_csv",
                    icon=":material/download:")
 left, right = st.columns([1, 1])
 with left:

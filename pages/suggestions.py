@@ -162,7 +162,7 @@ picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode=
                                          f"gold rank ({other.id})": st.column_config.TextColumn(
                                              width=110, help=f"the gold passage's rank for the suggestion under {other_name} "
                                                              "(within its top 100)")})})
-st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "suggestions.csv", key="sug_csv",
+st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "suggestions.csv", on_click="ignore", key="sug_csv",
                    icon=":material/download:")
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
 row = int(rows[0]) if rows else 0

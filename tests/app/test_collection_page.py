@@ -262,3 +262,20 @@ def test_every_collection_bound_key_is_a_pages_state_key():
     source = "\n".join(p.read_text(encoding="utf-8") for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py"))
     used = set(re.findall(r'key="([a-z_]+)"', source)) | set(re.findall(r'"([a-z_]+)": \("', source))
     assert set(COLLECTION_BOUND) <= used, set(COLLECTION_BOUND) - used
+
+
+def test_every_download_button_leaves_the_script_alone():
+    """A download button reruns the page by default, and the rerun drops the deferred file the click
+    is fetching: under load the file never came and the button stayed disabled (a fresh-clone run on
+    2026-11-29, the Exposure page's audit report). Downloads change nothing, so none reruns."""
+    import ast
+    from pathlib import Path
+
+    missing = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "pages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "download_button":
+                on_click = [k.value for k in node.keywords if k.arg == "on_click"]
+                if not (on_click and isinstance(on_click[0], ast.Constant) and on_click[0].value == "ignore"):
+                    missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, missing
