@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import typer
 
+from eqi_core.decoder.corpus import CORPUS_VERSION
 from eqi_core.errors import DataError, FigureExportError, MissingDependency
 from eqi_core.loaders import discover_collections, load_collection
 from eqi_core.loaders.registry import DEFAULT_SPEC, data_roots
@@ -855,7 +856,7 @@ DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEI
 def decoder_corpus_cmd(
     output: Path = typer.Option(..., "--output", "-o", help="the corpus Parquet file to write"),
     data: Path | None = DataRootOpt,
-    version: int = typer.Option(2, "--corpus-version", min=1, max=2, help="2: the evaluated collections' queries never "
+    version: int = typer.Option(CORPUS_VERSION, "--corpus-version", min=1, max=2, help="2: the evaluated collections' queries never "
                                 "trained on; 1: the shipped decoders' corpus (8 of DL19's queries in training)"),
 ) -> None:
     """Write the natural decoder's training corpus: every query log plus sentences cut from WordNet glosses,
