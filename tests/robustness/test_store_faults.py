@@ -34,8 +34,12 @@ BUILDER = textwrap.dedent("""
 
 
 def run_builder(tmp_path: Path, mode: str, key: int = 1) -> subprocess.Popen:
+    """Start a builder process. The script is written once per test: rewriting it for each process
+    let a slow-starting one read it while the next write had truncated it (an empty script exits 0
+    and prints nothing, seen once on a busy CI machine)."""
     script = tmp_path / "builder.py"
-    script.write_text(BUILDER, encoding="utf-8")
+    if not script.exists():
+        script.write_text(BUILDER, encoding="utf-8")
     return subprocess.Popen([sys.executable, str(script), str(tmp_path / "store"), mode, str(tmp_path / "builds.log"),
                              str(key)],
                             stdout=subprocess.PIPE, text=True, encoding="utf-8", cwd=Path(__file__).resolve().parents[2])
@@ -60,7 +64,7 @@ def test_sigkill_mid_build_leaves_a_usable_store(tmp_path):
 def test_concurrent_builder_processes_build_once(tmp_path):
     procs = [run_builder(tmp_path, "slow") for _ in range(3)]
     outputs = [p.communicate(timeout=60)[0] for p in procs]
-    assert all(o.startswith("done") for o in outputs)
+    assert all(o.startswith("done") for o in outputs), outputs
     assert len({o.split()[1] for o in outputs}) == 1
     assert (tmp_path / "builds.log").read_text(encoding="utf-8").count("build") == 1
 
