@@ -37,10 +37,32 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 @pytest.fixture(scope="session", autouse=True)
 def session_store_home(tmp_path_factory) -> Path:
-    """Every test session gets its own EQI_HOME (unless one is given, e.g. to reuse a warm store)."""
-    home = Path(os.environ.get("EQI_TEST_HOME") or tmp_path_factory.mktemp("eqi_home"))
+    """Every test session gets its own EQI_HOME (unless one is given, e.g. to reuse a warm store).
+    pytest-xdist's workers share one: the store builds each artifact once across processes (its lock),
+    so a model or an index is built by whichever worker needs it first and read by the other."""
+    if os.environ.get("EQI_TEST_HOME"):
+        home = Path(os.environ["EQI_TEST_HOME"])
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        home = tmp_path_factory.getbasetemp().parent / "eqi_home"  # the workers' common base folder
+        home.mkdir(exist_ok=True)
+    else:
+        home = tmp_path_factory.mktemp("eqi_home")
     os.environ["EQI_HOME"] = str(home)
     return home
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``: two workers, ``--dist loadgroup``), a test file is one unit of
+    work, and the browser tests are one unit that starts first: they are a third of the run and mostly
+    wait on a dashboard server, so one worker drives them from the start while the other takes
+    every other file. Serial runs are left as collected."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in items:
+        group = "browser" if item.get_closest_marker("browser") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.get_closest_marker("browser"))  # stable: files keep their order
 
 
 @pytest.fixture

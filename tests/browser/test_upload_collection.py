@@ -6,6 +6,8 @@ import zipfile
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from eqi_core.store import content_digest, params_key
+from eqi_core.uploads import KIND
 from tests.browser.conftest import screenshot_path, wait_until_idle
 from tests.conftest import TINY_BEIR
 
@@ -54,7 +56,10 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     add_zip(page, bad)
     page.get_by_text("not a folder or a zip file", exact=False).first.wait_for(timeout=180_000)
     after_bad = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
-    assert {n for n in after_bad - before if not n.endswith(".lock")} == set()  # no artifact, no temporary
+    # no artifact, no temporary of this upload (by its key: a test in another pytest-xdist worker may
+    # add uploads of its own to the shared store meanwhile)
+    key = params_key(KIND, {"what": "beir-zip", "label": "broken", "content": content_digest("broken.zip", bad.read_bytes())})
+    assert [n for n in after_bad - before if key in n and not n.endswith(".lock")] == []
 
     # a 201 MB file: refused by the upload limit, in the page
     big = tmp_path / "huge.zip"
@@ -69,6 +74,10 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     open_add_your_data(page, dashboard)
     add_zip(page, good)
     page.get_by_text("now selected in the sidebar", exact=False).first.wait_for(timeout=120_000)
+    # the good zip is stored under the key the malformed one's check above computed in the same way
+    good_key = params_key(KIND, {"what": "beir-zip", "label": "uploaded-tiny",
+                                 "content": content_digest("uploaded-tiny.zip", good.read_bytes())})
+    assert (uploads / good_key).is_dir()
     page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=180_000)
     wait_until_idle(page)  # until the run ends the previous collection's (stale) query box is still drawn
     box = page.get_by_role("textbox", name="Query", exact=True)
