@@ -51,18 +51,31 @@ def session_store_home(tmp_path_factory) -> Path:
     return home
 
 
+BROWSER_TESTS = "tests/browser/"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: two workers, ``--dist loadgroup``), a test file is one unit of
-    work, and the browser tests are one unit that starts first: they are a third of the run and mostly
-    wait on a dashboard server, so one worker drives them from the start while the other takes
-    every other file. Serial runs are left as collected."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    for item in items:
-        group = "browser" if item.get_closest_marker("browser") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: not item.get_closest_marker("browser"))  # stable: files keep their order
+    """Under pytest-xdist the browser tests are collected first, so that their unit of work (below) is
+    the first one handed out. Serial runs are left as collected."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: not item.nodeid.startswith(BROWSER_TESTS))  # stable: files keep their order
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs two pytest-xdist workers (``-n 2 --no-loadscope-reorder``). A test file is one
+    unit of work, and all browser tests are one unit that starts first: they are a third of the run and
+    mostly wait on a dashboard server, so one worker drives them (one server, one browser) from the start
+    while the other takes every other file. (xdist's own ``--dist loadgroup`` renames node ids, which
+    pytest 9.2 no longer reads; grouping by path here needs neither.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "browser" if nodeid.startswith(BROWSER_TESTS) else nodeid.split("::", 1)[0]
+
+    return BrowserTestsTogether(config, log)
 
 
 @pytest.fixture
