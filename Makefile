@@ -42,7 +42,7 @@ run: setup
 
 test: setup browser-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n 2 --no-loadscope-reorder
+	$(BIN)/python -m pytest
 
 bench: setup
 	$(BIN)/eqi bench encode

@@ -37,45 +37,10 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 @pytest.fixture(scope="session", autouse=True)
 def session_store_home(tmp_path_factory) -> Path:
-    """Every test session gets its own EQI_HOME (unless one is given, e.g. to reuse a warm store).
-    pytest-xdist's workers share one: the store builds each artifact once across processes (its lock),
-    so a model or an index is built by whichever worker needs it first and read by the other."""
-    if os.environ.get("EQI_TEST_HOME"):
-        home = Path(os.environ["EQI_TEST_HOME"])
-    elif os.environ.get("PYTEST_XDIST_WORKER"):
-        home = tmp_path_factory.getbasetemp().parent / "eqi_home"  # the workers' common base folder
-        home.mkdir(exist_ok=True)
-    else:
-        home = tmp_path_factory.mktemp("eqi_home")
+    """Every test session gets its own EQI_HOME (unless one is given, e.g. to reuse a warm store)."""
+    home = Path(os.environ.get("EQI_TEST_HOME") or tmp_path_factory.mktemp("eqi_home"))
     os.environ["EQI_HOME"] = str(home)
     return home
-
-
-BROWSER_TESTS = "tests/browser/"
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist the browser tests are collected first, so that their unit of work (below) is
-    the first one handed out. Serial runs are left as collected."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: not item.nodeid.startswith(BROWSER_TESTS))  # stable: files keep their order
-
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """``make test`` runs two pytest-xdist workers (``-n 2 --no-loadscope-reorder``). A test file is one
-    unit of work, and all browser tests are one unit that starts first: they are a third of the run and
-    mostly wait on a dashboard server, so one worker drives them (one server, one browser) from the start
-    while the other takes every other file. (xdist's own ``--dist loadgroup`` renames node ids, which
-    pytest 9.2 no longer reads; grouping by path here needs neither.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class BrowserTestsTogether(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "browser" if nodeid.startswith(BROWSER_TESTS) else nodeid.split("::", 1)[0]
-
-    return BrowserTestsTogether(config, log)
 
 
 @pytest.fixture

@@ -56,8 +56,8 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     add_zip(page, bad)
     page.get_by_text("not a folder or a zip file", exact=False).first.wait_for(timeout=180_000)
     after_bad = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
-    # no artifact, no temporary of this upload (by its key: a test in another pytest-xdist worker may
-    # add uploads of its own to the shared store meanwhile)
+    # no artifact, no temporary of this upload, found by its key (not by whatever else the session's
+    # store gained meanwhile); the good zip below is checked under the key computed the same way
     key = params_key(KIND, {"what": "beir-zip", "label": "broken", "content": content_digest("broken.zip", bad.read_bytes())})
     assert [n for n in after_bad - before if key in n and not n.endswith(".lock")] == []
 
