@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.store import ArtifactStore, content_digest
+from eqi_core.store import ArtifactStore, content_digest, params_key
 
 KIND = "upload"
 
@@ -25,9 +25,19 @@ def _safe_name(filename: str, default: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name) or default
 
 
+def _upload_params(what: str, label: str, files: dict[str, bytes]) -> dict:
+    return {"what": what, "label": label, "content": content_digest(*files.keys(), *files.values())}
+
+
+def upload_key(what: str, label: str, files: dict[str, bytes]) -> str:
+    """The store key an upload of ``files`` is kept under (its folder name in the ``upload`` kind):
+    how a caller finds one upload, or checks that a refused one left nothing behind."""
+    return params_key(KIND, _upload_params(what, label, files))
+
+
 def _upload(store: ArtifactStore, what: str, label: str, files: dict[str, bytes], check) -> Path:
     """Store ``files`` (name -> bytes) as one artifact after ``check(folder)`` accepted them."""
-    params = {"what": what, "label": label, "content": content_digest(*files.keys(), *files.values())}
+    params = _upload_params(what, label, files)
 
     def build(tmp: Path) -> dict:
         for name, data in files.items():

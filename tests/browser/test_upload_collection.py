@@ -6,8 +6,7 @@ import zipfile
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from eqi_core.store import content_digest, params_key
-from eqi_core.uploads import KIND
+from eqi_core.uploads import upload_key
 from tests.browser.conftest import screenshot_path, wait_until_idle
 from tests.conftest import TINY_BEIR
 
@@ -58,7 +57,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     after_bad = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
     # no artifact, no temporary of this upload, found by its key (not by whatever else the session's
     # store gained meanwhile); the good zip below is checked under the key computed the same way
-    key = params_key(KIND, {"what": "beir-zip", "label": "broken", "content": content_digest("broken.zip", bad.read_bytes())})
+    key = upload_key("beir-zip", "broken", {"broken.zip": bad.read_bytes()})
     assert [n for n in after_bad - before if key in n and not n.endswith(".lock")] == []
 
     # a 201 MB file: refused by the upload limit, in the page
@@ -75,8 +74,7 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     add_zip(page, good)
     page.get_by_text("now selected in the sidebar", exact=False).first.wait_for(timeout=120_000)
     # the good zip is stored under the key the malformed one's check above computed in the same way
-    good_key = params_key(KIND, {"what": "beir-zip", "label": "uploaded-tiny",
-                                 "content": content_digest("uploaded-tiny.zip", good.read_bytes())})
+    good_key = upload_key("beir-zip", "uploaded-tiny", {"uploaded-tiny.zip": good.read_bytes()})
     assert (uploads / good_key).is_dir()
     page.get_by_role("heading", name="uploaded-tiny").first.wait_for(timeout=180_000)
     wait_until_idle(page)  # until the run ends the previous collection's (stale) query box is still drawn

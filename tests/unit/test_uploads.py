@@ -6,7 +6,7 @@ import pytest
 
 from eqi_core.errors import DataError
 from eqi_core.loaders import load_collection
-from eqi_core.uploads import list_uploads, store_beir_zip, store_collection_files, store_query_log, store_result_log, uploaded_collections
+from eqi_core.uploads import list_uploads, store_beir_zip, store_collection_files, store_query_log, store_result_log, upload_key, uploaded_collections
 from tests.conftest import TINY_BEIR
 
 
@@ -25,6 +25,8 @@ def test_beir_zip_round_trip_and_listing(store):
     assert len(c.passages) == 12 and len(c.queries) == 5
     assert store_beir_zip(store, "tiny.zip", tiny_zip()) == spec  # same content, same artifact
     assert uploaded_collections(store) == {"tiny (uploaded)": spec}
+    # the key the browser test finds an upload by is the folder the store keeps it in
+    assert upload_key("beir-zip", "tiny", {"tiny.zip": tiny_zip()}) in spec
 
 
 def test_collection_from_separate_files(store):
