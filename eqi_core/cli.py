@@ -381,7 +381,7 @@ def tasc(
         typer.echo(f"\n{len(listed)} passages listed: each ranker's rank in its full list (- : not in it)")
         typer.echo(listed.astype(object).where(listed.notna(), "-").to_string(index=False))
     if output_dir:
-        from eqi_core.coverage.export import figure_html, tasc_latex, write_figure
+        from eqi_core.coverage.export import figure_html, tasc_latex, write_figures
         from eqi_core.figures import coverage as figs
 
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -398,7 +398,7 @@ def tasc(
                    **figs.tasc_figures(table, matrix.measure), "unsolved": figs.solved_by_count(matrix.values)}
         for name, fig in figures.items():
             (output_dir / f"{name}.html").write_text(figure_html(fig), encoding="utf-8")
-            write_figure(fig, output_dir / f"{name}.png")
+        write_figures({output_dir / f"{name}.png": fig for name, fig in figures.items()})
         meta = {"collection": coll.name if coll is not None else "—",
                 "collection fingerprint": coll.fingerprint if coll is not None else "—",
                 "qrels": str(qrels) if qrels is not None else "the collection's", "rankings": ", ".join(runs),

@@ -97,16 +97,28 @@ def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
 
 @pytest.mark.slow
 def test_figure_export_prints_no_traceback(tmp_path, capfd):
-    from eqi_core.coverage.export import write_figure
+    """Two figures through one kaleido browser: both PNGs written (or, without a browser, one line)."""
+    from eqi_core.coverage.export import write_figures
 
-    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
-    for i in range(2):
-        try:
-            write_figure(fig, tmp_path / f"f{i}.png")
-        except Exception as exc:  # no browser for kaleido here: still one line, never a traceback
-            assert "\n" not in str(exc)
+    paths = {tmp_path / f"f{i}.png": go.Figure(go.Bar(x=["a", "b"], y=[1, i + 2])) for i in range(2)}
+    try:
+        written = write_figures(paths)
+        assert written == list(paths) and all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+        assert (tmp_path / "f0.png").read_bytes() != (tmp_path / "f1.png").read_bytes()
+    except Exception as exc:  # no browser for kaleido here: still one line, never a traceback
+        assert "\n" not in str(exc) and not any(p.exists() for p in paths)
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err and "JSONError" not in captured.err
+
+
+def test_a_refused_figure_batch_writes_nothing(tmp_path):
+    from eqi_core.coverage.export import write_figures
+    from eqi_core.errors import FigureExportError
+
+    paths = {tmp_path / f"f{i}.x": go.Figure() for i in range(2)}
+    with pytest.raises(FigureExportError, match="could not render the figure as NOPE: expected one of png, svg"):
+        write_figures(paths, fmt="nope")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_package_is_named_not_bad_input(monkeypatch, capsys):
