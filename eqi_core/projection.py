@@ -1,9 +1,10 @@
 """2-D maps of a neighbourhood of the latent space (UMAP, umap-learn), with trajectories placed by
 ``.transform`` so the path is drawn on the map of its surroundings, not refitted with it.
 
-umap-learn's first call in a process compiles numba code (~15 s); ``warm_up`` has it done at the
-lowest CPU priority when the server starts, and numba's on-disk cache (``NUMBA_CACHE_DIR``, kept
-in the artifact store) makes later processes start warm.
+umap-learn's first call in a process compiles numba code (about 70 CPU-seconds on 2 Zen 3 cores);
+``warm_up`` has it done at the lowest CPU priority when the server starts, and numba's on-disk
+cache (``NUMBA_CACHE_DIR``, kept in the artifact store, umap's own kernels included) makes later
+processes start warm (about 5 s).
 """
 from __future__ import annotations
 
@@ -28,7 +29,33 @@ def _umap_class():
     use_numba_cache()
     import umap
 
+    _cache_umaps_kernels()
     return umap.UMAP
+
+
+UMAP_MODULES = ("umap.umap_", "umap.utils", "umap.layouts", "umap.distances", "umap.sparse", "umap.spectral")
+
+
+def _cache_umaps_kernels() -> None:
+    """Put umap-learn's own numba kernels in the on-disk cache too. pynndescent's are jitted with
+    ``cache=True``, umap's are not, so every process compiled them again, cache or no cache: about
+    29 of the 33 CPU-seconds of a tiny fit + transform in a process whose cache was warm (2 cores,
+    Zen 3; ``fast_knn_indices``, ``smooth_knn_dist``, ``submatrix``, ...). Kernels not yet compiled
+    get numba's file cache (in ``NUMBA_CACHE_DIR``, keyed by umap's source files, so an upgrade
+    invalidates it); those compiled at import (explicit signatures) are left as they are."""
+    import importlib
+
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    for name in UMAP_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # a module another umap-learn version lacks: nothing to cache there
+            continue
+        for kernel in vars(module).values():
+            if isinstance(kernel, Dispatcher) and isinstance(kernel._cache, NullCache) and not kernel.signatures:
+                kernel.enable_caching()
 
 
 def warm_up(background: bool = True) -> None:
@@ -36,8 +63,8 @@ def warm_up(background: bool = True) -> None:
 
     In the background, a child process at the lowest CPU priority (nice 19) compiles first (the exact
     top-k kernels of ``eqi_core.rankers.topk``, then umap's) and fills numba's on-disk cache; this
-    process then warms up on a nice-19 thread, where the cache cuts its work from ~35 s to ~20 s
-    (measured: part of umap/pynndescent is compiled whatever the cache).
+    process then warms up on a nice-19 thread, where the cache cuts its work to about 5 CPU-seconds
+    (33 before umap's own kernels were cached too, ``_cache_umaps_kernels``).
     Compiling on a thread of the server took the cores and the GIL from a newcomer's first clicks
     (the curated exposure example: 44 s instead of ~25 s on 2 idle cores, `eqi bench first-visit`).
     """

@@ -52,3 +52,20 @@ def test_kernels_are_cached_in_the_store_even_when_numba_was_imported_first(tmp_
     assert done.stdout.strip() == str(tmp_path / "numba-cache")
     cached = {p.name.split("-")[0] for p in (tmp_path / "numba-cache").rglob("*.nbi")}
     assert {"topk._select_rows", "topk._rescore"} <= cached, cached
+
+
+def test_umaps_own_kernels_get_the_file_cache():
+    """umap-learn jits its kernels without cache=True; every process compiled them again (~29 CPU-s of a
+    tiny fit with a warm cache). After ``_umap_class`` those not compiled at import use numba's file cache."""
+    from numba.core.caching import FunctionCache
+    from numba.core.dispatcher import Dispatcher
+
+    from eqi_core.projection import _umap_class
+
+    _umap_class()
+    import umap.umap_
+    import umap.utils
+
+    for kernel in (umap.utils.fast_knn_indices, umap.utils.submatrix, umap.umap_.smooth_knn_dist,
+                   umap.umap_.compute_membership_strengths):
+        assert isinstance(kernel, Dispatcher) and isinstance(kernel._cache, FunctionCache), kernel
