@@ -20,6 +20,22 @@ def wait_until_idle(page, timeout_ms: int = 300_000) -> None:
     page.locator("[data-testid='stStatusWidgetRunningIcon']").wait_for(state="detached", timeout=timeout_ms)
 
 
+def wait_until_settled(page, quiet_ms: int = 1500, timeout_ms: int = 300_000) -> None:
+    """Idle, and still idle ``quiet_ms`` later. A rerun can start right after a run ends (a click's URL
+    update, a chart's selection), and an element found in the gap is then replaced under the test:
+    "Element is not attached to the DOM", or a click left waiting for the page (a fresh-clone run on
+    2026-11-29 failed both ways)."""
+    running = page.locator("[data-testid='stStatusWidgetRunningIcon']")
+    deadline = time.time() + timeout_ms / 1000
+    while True:
+        wait_until_idle(page, timeout_ms)
+        page.wait_for_timeout(quiet_ms)
+        if running.count() == 0:
+            return
+        if time.time() > deadline:
+            raise TimeoutError(f"the page kept rerunning for {timeout_ms / 1000:.0f} s")
+
+
 def download_on_click(page, button, timeout_ms: int = 90_000):
     """The file a download button gives when clicked, once the page is idle. A click that gets no file
     (once in seven tries here, beside an evaluation, with nothing on the page or in the server log to say why)

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle
+from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle, wait_until_settled
 
 pytestmark = pytest.mark.browser
 
@@ -32,6 +32,7 @@ def test_example_ranker_coverage_by_deep_link(dashboard, page):
     heading = page.get_by_role("heading", name="TaSC (all-others)", exact=False).first
     heading.wait_for(timeout=180_000)
     assert "mean RR@10" in heading.inner_text()
+    wait_until_settled(page)  # the heading is drawn mid-run; a click then raced the run's URL update
     page.get_by_role("tab", name="Pairwise").click()
     panel = page.get_by_role("tabpanel", name="Pairwise")
     panel.locator("svg.main-svg").first.wait_for(timeout=180_000)  # its charts

@@ -1,7 +1,7 @@
 """Real browser: the Exposure page on the WordNet default with BM25 (exact map + reverse methods)."""
 import pytest
 
-from tests.browser.conftest import click_plotly_cell, download_on_click, screenshot_path, wait_until_idle
+from tests.browser.conftest import click_plotly_cell, download_on_click, screenshot_path, wait_until_idle, wait_until_settled
 
 pytestmark = pytest.mark.browser
 
@@ -57,7 +57,7 @@ def test_clicks_on_the_patience_heatmap_and_the_exposure_bars(dashboard, page):
     page.get_by_text("(γ_q→d 0.2, γ_d→q 0.3)", exact=False).first.wait_for(timeout=60_000)
     page.wait_for_function("() => location.search.includes('gqd=0.2') && location.search.includes('gdq=0.3')",
                            timeout=30_000)
-    wait_until_idle(page)
+    wait_until_settled(page)  # the click's URL update can rerun the page once more, replacing the charts
     bars = page.locator("[data-testid='stPlotlyChart']").filter(has_text="Exposing queries found").first
     bars.scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
