@@ -381,7 +381,8 @@ def tasc(
         typer.echo(f"\n{len(listed)} passages listed: each ranker's rank in its full list (- : not in it)")
         typer.echo(listed.astype(object).where(listed.notna(), "-").to_string(index=False))
     if output_dir:
-        from eqi_core.coverage.export import figure_html, tasc_latex, write_figures
+        from eqi_core.coverage.export import tasc_latex
+        from eqi_core.figure_export import figure_html, write_figures
         from eqi_core.figures import coverage as figs
 
         output_dir.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ def figure_downloads(fig, name: str, key: str) -> None:
     """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked; self-contained HTML.
     ``fig``: the figure, or a function that makes it (only when clicked), where the export differs
     from the figure on screen and costs time to build."""
-    from eqi_core.coverage.export import SLIDE_SCALE, figure_html, figure_image
+    from eqi_core.figure_export import SLIDE_SCALE, figure_html, figure_image
 
     made = fig if callable(fig) else lambda: fig
 

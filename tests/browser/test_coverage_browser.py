@@ -4,7 +4,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import click_plotly_cell, screenshot_path, wait_until_idle
+from tests.browser.conftest import click_plotly_cell, download_on_click, screenshot_path, wait_until_idle
 from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.browser
@@ -70,6 +70,11 @@ def test_coverage_page_on_dl19(dashboard, page):
         page.locator(".st-key-dl_fig_heat_html button").click()
     exported = download.value.path().read_text(encoding="utf-8")
     assert "per query and ranker" in exported and "click: this query across rankers" not in exported
+    # PNG at slide resolution, twice: the second click finds the server's kaleido browser open
+    # (tests/unit/test_figure_export.py counts the starts)
+    for _ in range(2):
+        png = download_on_click(page, page.locator(".st-key-dl_fig_heat_png button"), timeout_ms=120_000).path().read_bytes()
+        assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") == 3000  # 1000 px at 3x
     # the comparison report is made when its button is clicked (not on every rerun): the query drilled into is in it
     wait_until_idle(page)
     with page.expect_download(timeout=120_000) as download:

@@ -1,8 +1,9 @@
 import pandas as pd
 import pytest
 
-from eqi_core.coverage.export import figure_html, tasc_latex
+from eqi_core.coverage.export import tasc_latex
 from eqi_core.coverage.tasc import tasc_table
+from eqi_core.figure_export import figure_html
 from eqi_core.figures import coverage as figs
 
 V = pd.DataFrame({"bm25": [1.0, 0.0, 0.5, 0.0], "dense": [0.5, 1.0, 0.5, 0.0], "splade": [0.0, 1.0, 1.0, 0.25]},

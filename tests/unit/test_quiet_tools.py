@@ -98,7 +98,7 @@ def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
 @pytest.mark.slow
 def test_figure_export_prints_no_traceback(tmp_path, capfd):
     """Two figures through one kaleido browser: both PNGs written (or, without a browser, one line)."""
-    from eqi_core.coverage.export import write_figures
+    from eqi_core.figure_export import write_figures
 
     paths = {tmp_path / f"f{i}.png": go.Figure(go.Bar(x=["a", "b"], y=[1, i + 2])) for i in range(2)}
     try:
@@ -112,8 +112,8 @@ def test_figure_export_prints_no_traceback(tmp_path, capfd):
 
 
 def test_a_refused_figure_batch_writes_nothing(tmp_path):
-    from eqi_core.coverage.export import write_figures
     from eqi_core.errors import FigureExportError
+    from eqi_core.figure_export import write_figures
 
     paths = {tmp_path / f"f{i}.x": go.Figure() for i in range(2)}
     with pytest.raises(FigureExportError, match="could not render the figure as NOPE: expected one of png, svg"):

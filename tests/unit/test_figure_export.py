@@ -1,0 +1,78 @@
+"""The kaleido renderer behind every PNG/SVG download: one browser kept between renders, replaced when
+it dies, closed when idle; a browser that cannot start is one line."""
+import shutil
+import threading
+import time
+
+import plotly.graph_objects as go
+import pytest
+
+from eqi_core.errors import FigureExportError
+from eqi_core.figure_export import FigureRenderer, figure_images
+
+pytestmark = pytest.mark.slow
+
+
+def specs(*heights):
+    return [(go.Figure(go.Bar(x=["a", "b"], y=[1, h])).to_dict(),
+             {"format": "png", "width": 300, "height": 200, "scale": 1}) for h in heights]
+
+
+@pytest.fixture
+def renderer():
+    if not shutil.which("chromium") and not shutil.which("chromium-browser") and not shutil.which("google-chrome"):
+        pytest.skip("no chromium on PATH: kaleido has no browser to render with")
+    made = FigureRenderer(idle_close_s=600)
+    yield made
+    made.close()
+
+
+def test_the_browser_is_kept_between_renders_replaced_when_it_dies_and_closed_when_idle(renderer):
+    first = renderer.render(specs(2, 3))
+    again = renderer.render(specs(2))
+    assert all(b.startswith(b"\x89PNG") for b in first) and first[0] != first[1]
+    assert again == first[:1] and renderer.browsers_started == 1  # the second render found it open
+
+    process = renderer._kaleido.subprocess
+    process.kill()
+    process.wait(10)
+    assert renderer.render(specs(2)) == first[:1] and renderer.browsers_started == 2
+
+    renderer.idle_close_s = 0.5
+    renderer.render(specs(3))
+    deadline = time.time() + 20
+    while renderer.is_open and time.time() < deadline:
+        time.sleep(0.1)
+    assert not renderer.is_open
+    assert renderer.render(specs(3)) == first[1:] and renderer.browsers_started == 3
+
+
+def test_renders_from_several_threads_each_get_their_own_figure(renderer):
+    alone = renderer.render(specs(2, 3, 4))
+    got: dict[int, bytes] = {}
+
+    def click(i: int) -> None:
+        got[i] = renderer.render(specs(i + 2))[0]
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert [got[i] for i in range(3)] == alone and renderer.browsers_started == 1
+
+
+def test_a_browser_that_cannot_start_is_one_line_and_leaves_no_process(monkeypatch, capfd):
+    monkeypatch.setenv("BROWSER_PATH", "/bin/false")
+    renderer = FigureRenderer()
+    with pytest.raises(FigureExportError, match="could not render the figure as PNG with kaleido: ") as failed:
+        renderer.render(specs(2))
+    assert "\n" not in str(failed.value) and "(" not in str(failed.value)[:60]
+    assert not renderer.is_open
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Wait expired" not in err
+
+
+def test_an_unknown_format_is_refused_before_a_browser_starts():
+    with pytest.raises(FigureExportError, match="expected one of png, svg"):
+        figure_images([go.Figure()], "tiff")
