@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import threading
+import weakref
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -69,10 +71,18 @@ class FigureRenderer:
         self.idle_close_s = idle_close_s
         self.timeout_s = timeout_s
         self.browsers_started = 0  # how many browsers this renderer opened (tests, diagnostics)
+        self.failed_batches = 0  # attempts that failed (each closes its browser; the batch is tried again once)
         self._lock = threading.Lock()  # one batch at a time
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kaleido = None
         self._idle_timer: asyncio.TimerHandle | None = None
+        forget = weakref.WeakMethod(self._forget_after_fork)
+        os.register_at_fork(after_in_child=lambda: (method := forget()) and method())
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child the loop's thread and the browser's pipes are the parent's: start afresh."""
+        self._lock = threading.Lock()
+        self._loop = self._kaleido = self._idle_timer = None
 
     @property
     def is_open(self) -> bool:
@@ -90,6 +100,7 @@ class FigureRenderer:
                     self._discard_browser()
                     raise
                 except Exception as exc:  # kaleido raises many kinds; the user needs one sentence
+                    self.failed_batches += 1
                     self._discard_browser()
                     if attempt == 2:
                         raise FigureExportError(f"could not render the figure as {fmt.upper()} with kaleido: "

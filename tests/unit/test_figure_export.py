@@ -32,11 +32,13 @@ def test_the_browser_is_kept_between_renders_replaced_when_it_dies_and_closed_wh
     again = renderer.render(specs(2))
     assert all(b.startswith(b"\x89PNG") for b in first) and first[0] != first[1]
     assert again == first[:1] and renderer.browsers_started == 1  # the second render found it open
+    assert renderer.failed_batches == 0
 
     process = renderer._kaleido.subprocess
     process.kill()
     process.wait(10)
     assert renderer.render(specs(2)) == first[:1] and renderer.browsers_started == 2
+    assert renderer.failed_batches == 1  # the dead browser's attempt, then a fresh one
 
     renderer.idle_close_s = 0.5
     renderer.render(specs(3))
@@ -76,3 +78,23 @@ def test_a_browser_that_cannot_start_is_one_line_and_leaves_no_process(monkeypat
 def test_an_unknown_format_is_refused_before_a_browser_starts():
     with pytest.raises(FigureExportError, match="expected one of png, svg"):
         figure_images([go.Figure()], "tiff")
+
+
+def test_a_forked_child_renders_with_a_browser_of_its_own(renderer):
+    """A fork copies the renderer's state but not its loop's thread: the child must not wait on it."""
+    import os
+
+    first = renderer.render(specs(2))
+    renderer.timeout_s = 15  # waiting on the parent's loop would end in a timeout, a failed batch
+    child = os.fork()
+    if child == 0:  # the child: render, say by the exit status whether it got the same image at once
+        code = 1
+        try:
+            ok = renderer.render(specs(2)) == first and renderer.browsers_started == 2 and renderer.failed_batches == 0
+            code = 0 if ok else 3
+            renderer.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert renderer.render(specs(2)) == first and renderer.browsers_started == 1  # the parent's is untouched
