@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import shutil
 import threading
 import weakref
 from pathlib import Path
@@ -198,8 +199,23 @@ def _silence_kaleido() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+NO_BROWSER = ("no chromium to render PNG or SVG with: install Debian's chromium (apt install chromium) "
+              "or set BROWSER_PATH to a Chrome or Chromium; HTML needs none")
+
+
+def image_browser() -> str | None:
+    """The browser kaleido would start (BROWSER_PATH, else a Chrome or Chromium on PATH), if it exists:
+    without one the pages offer HTML only, and say why."""
+    from choreographer.browsers.chromium import Chromium
+
+    found = Chromium.find_browser(skip_local=False)  # the search kaleido's browser makes
+    return shutil.which(found) if found else None
+
+
 def _one_line(exc: BaseException) -> str:
     """kaleido's and choreographer's errors carry tuples of sentences and multi-line text."""
+    if type(exc).__name__ == "ChromeNotFoundError":  # kaleido's advice (download Chrome) cannot work offline
+        return NO_BROWSER
     if isinstance(exc, TimeoutError):
         return str(exc) or "timed out"
     if len(exc.args) > 1 and all(isinstance(a, str) for a in exc.args):

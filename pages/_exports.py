@@ -22,10 +22,11 @@ def clicked_data(event) -> list | None:
 
 
 def figure_downloads(fig, name: str, key: str) -> None:
-    """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked; self-contained HTML.
+    """PNG (3x, slide resolution) and SVG rendered by kaleido only when clicked (greyed out, saying
+    why, where no browser is installed); self-contained HTML.
     ``fig``: the figure, or a function that makes it (only when clicked), where the export differs
     from the figure on screen and costs time to build."""
-    from eqi_core.figure_export import SLIDE_SCALE, figure_html, figure_image
+    from eqi_core.figure_export import NO_BROWSER, SLIDE_SCALE, figure_html, figure_image, image_browser
 
     made = fig if callable(fig) else lambda: fig
 
@@ -33,10 +34,13 @@ def figure_downloads(fig, name: str, key: str) -> None:
         figure = made()
         return figure_image(figure, kind, width=1000, height=figure.layout.height or 420, **scale)
 
+    no_browser = NO_BROWSER[0].upper() + NO_BROWSER[1:] if image_browser() is None else None
     row = st.container(horizontal=True)  # flows in a half-width column as in a full-width one
     row.download_button("PNG", lambda: image("png", scale=SLIDE_SCALE), f"{name}.png", "image/png",
-                        on_click="ignore", key=f"{key}_png", icon=":material/image:")
+                        on_click="ignore", key=f"{key}_png", icon=":material/image:",
+                        disabled=no_browser is not None, help=no_browser)
     row.download_button("SVG", lambda: image("svg"), f"{name}.svg", "image/svg+xml",
-                        on_click="ignore", key=f"{key}_svg", icon=":material/draw:")
+                        on_click="ignore", key=f"{key}_svg", icon=":material/draw:",
+                        disabled=no_browser is not None, help=no_browser)
     row.download_button("HTML", lambda: figure_html(made()), f"{name}.html", "text/html", on_click="ignore", key=f"{key}_html",
                         icon=":material/code:")

@@ -109,3 +109,23 @@ def test_dl19_six_runs_published_means(monkeypatch):
     assert not at.exception, at.exception
     rankers = tasc_table(at)["ranker"].tolist()
     assert "bm25" in rankers and "bm25.dl19" in rankers and len(rankers) == 7  # the file no longer replaces it
+
+
+@pytest.mark.parametrize("browser_path, greyed", [("/nonexistent/chromium", True), (None, False)])
+def test_figure_images_are_greyed_out_saying_why_without_a_browser(monkeypatch, browser_path, greyed):
+    """Without chromium a PNG click could only fail; the buttons say what to install, HTML still works."""
+    from eqi_core.figure_export import image_browser
+
+    if browser_path:
+        monkeypatch.setenv("BROWSER_PATH", browser_path)
+    elif image_browser() is None:
+        pytest.skip("no chromium here: the buttons are greyed out, as the other case checks")
+    at = open_coverage(f"beir:{TINY_BEIR}", monkeypatch, FIXTURES)
+    assert not at.exception, at.exception
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")
+               if b.proto.label in ("PNG", "SVG", "HTML")}
+    assert set(buttons) == {"PNG", "SVG", "HTML"}
+    pngs = [b.proto for b in at.get("download_button") if b.proto.label == "PNG"]
+    assert pngs and all(p.disabled == greyed for p in pngs)
+    assert all(("apt install chromium" in p.help) == greyed for p in pngs)
+    assert not any(b.proto.disabled for b in at.get("download_button") if b.proto.label == "HTML")

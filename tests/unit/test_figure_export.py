@@ -98,3 +98,14 @@ def test_a_forked_child_renders_with_a_browser_of_its_own(renderer):
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert renderer.render(specs(2)) == first and renderer.browsers_started == 1  # the parent's is untouched
+
+
+def test_no_browser_at_all_says_what_to_install(monkeypatch):
+    """kaleido's own advice is to download Chrome, which cannot work offline."""
+    from eqi_core.figure_export import image_browser
+
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    assert image_browser() is None
+    with pytest.raises(FigureExportError, match=r"install Debian's chromium \(apt install chromium\)") as failed:
+        FigureRenderer().render(specs(2))
+    assert "kaleido_get_chrome" not in str(failed.value)
