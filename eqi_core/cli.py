@@ -382,7 +382,7 @@ def tasc(
         typer.echo(listed.astype(object).where(listed.notna(), "-").to_string(index=False))
     if output_dir:
         from eqi_core.coverage.export import tasc_latex
-        from eqi_core.figure_export import figure_html, write_figures
+        from eqi_core.figure_export import write_figure_files
         from eqi_core.figures import coverage as figs
 
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -397,9 +397,7 @@ def tasc(
                        "pairwise_scatter": figs.pairwise_scatter(matrix.values, latest, earliest, matrix.measure, query_text)}
                       if len(order) > 1 else {}),
                    **figs.tasc_figures(table, matrix.measure), "unsolved": figs.solved_by_count(matrix.values)}
-        for name, fig in figures.items():
-            (output_dir / f"{name}.html").write_text(figure_html(fig), encoding="utf-8")
-        write_figures({output_dir / f"{name}.png": fig for name, fig in figures.items()})
+        write_figure_files(figures, output_dir)
         meta = {"collection": coll.name if coll is not None else "—",
                 "collection fingerprint": coll.fingerprint if coll is not None else "—",
                 "qrels": str(qrels) if qrels is not None else "the collection's", "rankings": ", ".join(runs),
@@ -484,6 +482,9 @@ def exposure(
     show: list[str] = typer.Option([], "--show", help="also what this logged query (an id; repeat --show) shows: its "
                                    "top 10, then the passage where deeper; pasted text among the collection's "
                                    "passages at its exact rank, as the page shows a selected query"),
+    figures: Path | None = typer.Option(None, "--figures", help="write the page's figures here (exposure bars, RELQ "
+                                        "over patience, the change under --compare, retrievability), each as HTML "
+                                        "and PNG at 3x"),
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
@@ -555,10 +556,16 @@ def exposure(
         typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries not in the log rank it in the top {n_qd} "
                    f"(exposure {g.logged_total} from the log, +{g.generated_total} from them)")
         typer.echo(g.candidates.to_string(index=False))
+    settings = {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq}
     if report is not None:
-        _write_exposure_report(report, pe, setup, this, compare, change, line, spec,
-                               {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq},
+        _write_exposure_report(report, pe, setup, this, compare, change, line, spec, settings,
                                other_setup, other_exact, shown, g)
+    if figures is not None:
+        from eqi_core.figure_export import write_figure_files
+
+        drawn, _ = _exposure_figures(pe, setup, this, compare, change, spec, settings, other_setup, other_exact)
+        written = write_figure_files(drawn, figures)
+        typer.echo(f"wrote {len(written)} figure files to {figures}")
 
 
 def _print_exposure_change(pe, this: str, other: str, collection: str, n_qd: int, scheduler: str | None,
@@ -646,22 +653,37 @@ def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, 
                            settings: dict, other_setup=None, other_exact=None, shown=(), generated=None) -> None:
     """``eqi exposure --report``: the Exposure page's audit report, written whole or not at all; with
     what each ``--show`` query shows and the ``--generate`` queries when asked for."""
-    from eqi_core.exposure.audit import passage_retrievability
-    from eqi_core.exposure.lookup import patience_grids
-    from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
     from eqi_core.reports import exposure_report
     from eqi_core.store import atomic_write
 
-    figures = []
+    drawn, retr = _exposure_figures(pe, setup, this, other, change, spec, settings, other_setup, other_exact)
+    figures = list(drawn.values())
+    meta = {"collection": setup.collection.name, "collection fingerprint": setup.collection.fingerprint,
+            "ranker": this, "passage": pe.doc_id or "(pasted text)", **settings, "methods": ", ".join(pe.lists),
+            **({"compared with": other} if other else {})}
+    atomic_write(path, exposure_report(pe, meta, figures, retr, change=change, change_line=line or "", shown=shown,
+                                       generated=generated).encode("utf-8"))
+    typer.echo(f"wrote the audit report to {path}")
+
+
+def _exposure_figures(pe, setup, this: str, other: str | None, change, spec, settings: dict, other_setup=None,
+                      other_exact=None) -> tuple[dict, object]:
+    """The Exposure page's figures for one passage (name -> figure), as ``--report`` and ``--figures`` write
+    them, and the passage's retrievability (None where it has none)."""
+    from eqi_core.exposure.audit import passage_retrievability
+    from eqi_core.exposure.lookup import patience_grids
+    from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, relq_heatmaps, retrievability_chart
+
+    figures = {}
     if pe.exact is not None and pe.lists:
         relq_values = pe.relq[str(spec)].to_dict() if pe.relq is not None else None
-        figures.append(exposure_bars(pe.lists, pe.n_qd, relq_values, str(spec)))
+        figures["exposure_bars"] = exposure_bars(pe.lists, pe.n_qd, relq_values, str(spec))
     grids = patience_grids(pe, spec.cutoff)
     if grids:
-        figures.append(relq_heatmaps(grids, "This passage's RELQ over patience parameters",
-                                     mark=(settings["gamma_q->d"], settings["gamma_d->q"])))
+        figures["relq_patience"] = relq_heatmaps(grids, "This passage's RELQ over patience parameters",
+                                                 mark=(settings["gamma_q->d"], settings["gamma_d->q"]))
     if change is not None:
-        figures.append(exposure_change_scatter(change, this, other, pe.n_qd))
+        figures["exposure_change"] = exposure_change_scatter(change, this, other, pe.n_qd)
     retr = None
     if pe.doc_id is not None or pe.exact is not None:  # where it sits among all passages, as on the page
         c = setup.collection
@@ -669,14 +691,9 @@ def _write_exposure_report(path: Path, pe, setup, this: str, other: str | None, 
         places = {r: passage_retrievability(s.exposure, pe.n_qd, weights, pe.doc_id, () if pe.doc_id else exact["query_id"])
                   for r, s, exact in ((this, setup, pe.exact), (other, other_setup, other_exact)) if s is not None}
         retr = places[this][1]
-        figures.append(retrievability_chart(places, pe.doc_id or "the pasted passage",
-                                            {r: ranker_spec(r).name for r in places}))
-    meta = {"collection": setup.collection.name, "collection fingerprint": setup.collection.fingerprint,
-            "ranker": this, "passage": pe.doc_id or "(pasted text)", **settings, "methods": ", ".join(pe.lists),
-            **({"compared with": other} if other else {})}
-    atomic_write(path, exposure_report(pe, meta, figures, retr, change=change, change_line=line or "", shown=shown,
-                                       generated=generated).encode("utf-8"))
-    typer.echo(f"wrote the audit report to {path}")
+        figures["retrievability"] = retrievability_chart(places, pe.doc_id or "the pasted passage",
+                                                         {r: ranker_spec(r).name for r in places})
+    return figures, retr
 
 
 def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None):
@@ -1668,6 +1685,8 @@ def traverse_cmd(
     ranker: str | None = typer.Option(None, "--ranker", "-r", help="also search every step with this ranker (e.g. "
                                       "bm25): its nDCG@10 and the target's rank in its top 100"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
+    figures: Path | None = typer.Option(None, "--figures", help="write the page's two figures here (the UMAP map of "
+                                        "the walk, rank and nDCG@10 per step), each as HTML and PNG at 3x"),
 ) -> None:
     """Walk from a query to a passage in the latent space and decode a reformulation at each step."""
     from eqi_core.decoder.traversal import check_query, traverse
@@ -1708,6 +1727,15 @@ def traverse_cmd(
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(output, index=False)
+    if figures:
+        from eqi_core.figure_export import write_figure_files
+        from eqi_core.figures.latent import trajectory, traversal_steps
+        from eqi_core.projection import trajectory_map
+
+        points, path = trajectory_map(space, trav)
+        written = write_figure_files({"traversal_map": trajectory(points, path), "traversal_steps": traversal_steps(trav.steps)},
+                                     figures)
+        typer.echo(f"wrote {len(written)} figure files to {figures}")
 
 
 @bench_app.command("decoder")

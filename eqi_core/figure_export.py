@@ -50,16 +50,16 @@ def figure_images(figures: list[go.Figure], fmt: str = "png", scale: float = 1, 
     return RENDERER.render(specs, fmt)
 
 
-def write_figure(fig: go.Figure, path: Path, fmt: str = "png") -> Path:
-    """PNG or SVG at slide resolution, written atomically."""
-    return write_figures({path: fig}, fmt)[0]
-
-
-def write_figures(figures: dict[Path, go.Figure], fmt: str = "png") -> list[Path]:
-    """Several figures (path -> figure) at slide resolution, rendered by one browser; nothing is written
-    unless every one rendered."""
-    images = figure_images(list(figures.values()), fmt, scale=SLIDE_SCALE if fmt == "png" else 1)
-    return [atomic_write(path, image) for path, image in zip(figures, images)]
+def write_figure_files(figures: dict[str, go.Figure], directory: Path) -> list[Path]:
+    """Each figure as NAME.html (plotly.js inlined, opens offline) and NAME.png at slide resolution, the
+    PNGs rendered in one browser before any file is written: a failed render leaves no half set.
+    ``eqi tasc -o``, ``eqi exposure --figures`` and ``eqi traverse --figures``."""
+    images = figure_images(list(figures.values()), "png", scale=SLIDE_SCALE)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (name, fig), image in zip(figures.items(), images):
+        written += [atomic_write(directory / f"{name}.html", figure_html(fig)), atomic_write(directory / f"{name}.png", image)]
+    return written
 
 
 class FigureRenderer:

@@ -275,10 +275,18 @@ def test_exposure_compare_with_the_same_ranker_is_one_line(monkeypatch, capsys):
 
 
 def test_exposure_report_is_the_pages_audit_report_with_the_comparison(tmp_path):
+    from eqi_core.figure_export import image_browser
+
     out = tmp_path / "audit" / "report.html"
+    figs = tmp_path / "figs"
+    drawn = ["--figures", str(figs)] if image_browser() else []  # PNGs need chromium; the report does not
     result = runner.invoke(app, ["exposure", "d1", "-c", TINY, "-r", "bm25", "--no-heads", "--n-dq", "3",
-                                 "--compare", "minilm-l3-onnx", "--report", str(out)])
+                                 "--compare", "minilm-l3-onnx", "--report", str(out), *drawn])
     assert result.exit_code == 0, result.output
+    if drawn:  # the report's figures, each as HTML and a 3000-px PNG
+        names = ["exposure_bars", "relq_patience", "exposure_change", "retrievability"]
+        assert sorted(p.name for p in figs.iterdir()) == sorted(f"{n}.{x}" for n in names for x in ("html", "png"))
+        assert all(int.from_bytes((figs / f"{n}.png").read_bytes()[16:20], "big") == 3000 for n in names)
     page = out.read_text(encoding="utf-8")
     line = next(x for x in result.output.splitlines() if x.startswith("## compared with minilm-l3-onnx: "))
     assert "<h1>Exposure audit report</h1>" in page and "<h2>Under another ranker</h2>" in page

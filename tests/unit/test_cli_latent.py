@@ -81,14 +81,21 @@ def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_
     """-r bm25: each step's BM25 rank of the target (ties against it) in the CSV, and one line on the query as typed."""
     import pandas as pd
 
+    from eqi_core.figure_export import image_browser
     from eqi_core.loaders import load_collection
     from eqi_core.rankers import build_ranker
     from eqi_core.store import ArtifactStore
 
     out = tmp_path / "steps.csv"
+    figs = tmp_path / "figs"
+    drawn = ["--figures", str(figs)] if image_browser() else []  # PNGs need chromium; the CSV does not
     result = runner.invoke(app, ["traverse", "bank loan interest", "-t", "d3", "-c", TINY, "-k", "2", "--method", "decoder",
-                                 "-r", "bm25", "-o", str(out)])
+                                 "-r", "bm25", "-o", str(out), *drawn])
     assert result.exit_code == 0, result.output
+    if drawn:  # the page's map of the walk and its per-step chart
+        assert sorted(p.name for p in figs.iterdir()) == ["traversal_map.html", "traversal_map.png",
+                                                          "traversal_steps.html", "traversal_steps.png"]
+        assert "step k (0 = query, K = target passage)" in (figs / "traversal_steps.html").read_text(encoding="utf-8")
     steps = pd.read_csv(out)
     bm25 = build_ranker("bm25", load_collection(TINY), ArtifactStore())
     run = bm25.search(["bank loan interest"], k=100).frame

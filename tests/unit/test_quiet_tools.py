@@ -97,27 +97,32 @@ def test_cli_in_a_log_file_prints_progress_lines(tmp_path):
 
 @pytest.mark.slow
 def test_figure_export_prints_no_traceback(tmp_path, capfd):
-    """Two figures through one kaleido browser: both PNGs written (or, without a browser, one line)."""
-    from eqi_core.figure_export import write_figures
+    """Two figures through one kaleido browser: both PNGs and HTMLs written (or, without a browser, one line)."""
+    from eqi_core.figure_export import write_figure_files
 
-    paths = {tmp_path / f"f{i}.png": go.Figure(go.Bar(x=["a", "b"], y=[1, i + 2])) for i in range(2)}
+    figures = {f"f{i}": go.Figure(go.Bar(x=["a", "b"], y=[1, i + 2])) for i in range(2)}
+    out = tmp_path / "figs"
     try:
-        written = write_figures(paths)
-        assert written == list(paths) and all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
-        assert (tmp_path / "f0.png").read_bytes() != (tmp_path / "f1.png").read_bytes()
+        written = write_figure_files(figures, out)
+        assert written == [out / n for n in ("f0.html", "f0.png", "f1.html", "f1.png")]
+        assert all((out / f"f{i}.png").read_bytes().startswith(b"\x89PNG") for i in range(2))
+        assert (out / "f0.png").read_bytes() != (out / "f1.png").read_bytes()
+        assert "plotly" in (out / "f0.html").read_text(encoding="utf-8")
     except Exception as exc:  # no browser for kaleido here: still one line, never a traceback
-        assert "\n" not in str(exc) and not any(p.exists() for p in paths)
+        assert "\n" not in str(exc) and not out.exists()
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err and "JSONError" not in captured.err
 
 
-def test_a_refused_figure_batch_writes_nothing(tmp_path):
+def test_a_figure_batch_that_cannot_render_writes_nothing(tmp_path, monkeypatch):
+    from eqi_core import figure_export
     from eqi_core.errors import FigureExportError
-    from eqi_core.figure_export import write_figures
+    from eqi_core.figure_export import FigureRenderer, write_figure_files
 
-    paths = {tmp_path / f"f{i}.x": go.Figure() for i in range(2)}
-    with pytest.raises(FigureExportError, match="could not render the figure as NOPE: expected one of png, svg"):
-        write_figures(paths, fmt="nope")
+    monkeypatch.setattr(figure_export, "RENDERER", FigureRenderer())  # not the process's, which may hold a browser
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    with pytest.raises(FigureExportError, match="apt install chromium"):
+        write_figure_files({f"f{i}": go.Figure() for i in range(2)}, tmp_path / "figs")
     assert list(tmp_path.iterdir()) == []
 
 
