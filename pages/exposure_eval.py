@@ -17,7 +17,7 @@ from eqi_core.exposure.relq import relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
-from pages._exports import PLOT_CONFIG, clicked_data
+from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup, small_log_notice
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
@@ -114,6 +114,8 @@ with tab_heat:
         event = st.plotly_chart(figs.relq_heatmaps(grids(res["artifact"], tuple(pair)),
                                                    click_hint="click: paired t-tests at these patiences"),
                                 config=PLOT_CONFIG, key="ev_heat", on_select="rerun", selection_mode="points")
+        figure_downloads(lambda: figs.relq_heatmaps(grids(res["artifact"], tuple(pair))),  # without the click hint
+                         "relq_patience_heatmaps", "ev_heat_dl")
         cell = clicked_data(event)
         if cell and len(cell) >= 2:
             g_qd, g_dq = round(float(cell[0]), 1), round(float(cell[1]), 1)
@@ -125,18 +127,24 @@ with tab_heat:
         else:
             st.caption("Click a cell for each method's mean RELQ and paired t-test against dense-reverse at its patiences.")
 with tab_size:
-    st.plotly_chart(figs.rank_size(sizes(res["artifact"])), config=PLOT_CONFIG, key="ev_rank_size")
+    rank_size = figs.rank_size(sizes(res["artifact"]))
+    st.plotly_chart(rank_size, config=PLOT_CONFIG, key="ev_rank_size")
+    figure_downloads(rank_size, "rank_size", "ev_rank_size_dl")
 with tab_retr:
     cutoff = st.slider("Cutoff c", 1, setup.depth, min(10, setup.depth), key="ev_cutoff")
     summary = summarise_retrievability(setup.exposure, cutoff)
     st.caption(f"{summary.never_retrieved:.1%} of {len(summary.values):,} passages are in no query's top {cutoff}; "
                f"the most retrievable is in {int(summary.values.max()):,} queries' top {cutoff}.")
-    st.plotly_chart(figs.lorenz_curve(summary.curve, summary.gini), config=PLOT_CONFIG, key="ev_lorenz")
+    lorenz = figs.lorenz_curve(summary.curve, summary.gini)
+    st.plotly_chart(lorenz, config=PLOT_CONFIG, key="ev_lorenz")
+    figure_downloads(lorenz, f"retrievability_lorenz_c{cutoff}", "ev_lorenz_dl")
 with tab_traits:
     by = st.radio("Group queries by", ["length", "min_df"], horizontal=True, key="ev_trait",
                   format_func=lambda b: "length (words)" if b == "length" else "rarity (minimum document frequency)")
     frame = trait_frame(res["artifact"], collection.fingerprint, by, (1, 2, 3, 4, 6) if by == "length" else None)
-    st.plotly_chart(figs.trait_curves(frame, by), config=PLOT_CONFIG, key="ev_traits")
+    trait_fig = figs.trait_curves(frame, by)
+    st.plotly_chart(trait_fig, config=PLOT_CONFIG, key="ev_traits")
+    figure_downloads(trait_fig, f"query_traits_{by}", "ev_traits_dl")
 with tab_train:
     st.caption("Each cell trains a Residual head (cached); the growing-log lines are evaluated without retraining.")
     # results are kept with the settings they were computed for: another collection, ranker or setting
@@ -151,7 +159,9 @@ with tab_train:
             st.session_state[f"{key}_result"] = (settings, holder["result"])
         kept = st.session_state.get(f"{key}_result")
         if kept is not None and kept[0] == settings:
-            st.plotly_chart(figure(kept[1]), config=PLOT_CONFIG, key=f"{key}_fig")
+            drawn = figure(kept[1])
+            st.plotly_chart(drawn, config=PLOT_CONFIG, key=f"{key}_fig")
+            figure_downloads(drawn, figure.__name__, f"{key}_dl")
 
     on_click("Compute the training-size grid", "ev_grid", "Training Residual heads for the grid...",
              lambda p: training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.training_size)

@@ -3,6 +3,7 @@ latent-traversal rewrites (plain, and with pseudo-relevance feedback) beside RM3
 feedback walks (the way to each of the top-5 passages, decoded), each with the dense ranker's nDCG@10
 (and the sidebar's ranker's, when that is another one) where the collection judges the query
 (Adolphs et al. 2022, Section 4)."""
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +23,7 @@ from eqi_core.suggestion.panel import (
     score_with_ranker,
     suggestion_table,
 )
-from pages._exports import PLOT_CONFIG
+from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
     CURATED_SUGGESTION_QUERY,
@@ -215,7 +216,9 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
     if data.get("figure4"):
         st.markdown(f"**The reformulation dataset** ({data.get('successful_rewrites', 0):,} successful rewrites; "
                     f"{data.get('queries_with_success', 0):.0%} of the walked queries have at least one)")
-        st.plotly_chart(reformulation_histograms(data["figure4"]), config=PLOT_CONFIG, key="sug_fig4")
+        fig4 = reformulation_histograms(data["figure4"])
+        st.plotly_chart(fig4, config=PLOT_CONFIG, key="sug_fig4")
+        figure_downloads(fig4, "reformulation_histograms", "sug_fig4_dl")
     if card.get("evaluation"):
         st.markdown("**Held-out evaluation** (`eqi eval-suggestions`: best-of-k nDCG@10 with bootstrap 95% intervals "
                     "over queries; the oracle walk knows the gold passage and is an upper reference; the rows marked "
@@ -224,8 +227,9 @@ with st.expander("About the suggestion models: training data and evaluation (eqi
         table = pd.DataFrame(card["evaluation"])
         for name, part in table.groupby("collection", sort=False):
             how = f" (decoding: {part['decoding'].iloc[0]})" if "decoding" in part and part["decoding"].notna().any() else ""
-            st.plotly_chart(suggestion_intervals(part, f"{name}: best of k suggestions{how}"), config=PLOT_CONFIG,
-                            key=f"sug_eval_{name}")
+            intervals = suggestion_intervals(part, f"{name}: best of k suggestions{how}")
+            st.plotly_chart(intervals, config=PLOT_CONFIG, key=f"sug_eval_{name}")
+            figure_downloads(intervals, "best_of_k_" + re.sub(r"[^A-Za-z0-9]+", "_", str(name)).strip("_"), f"sug_eval_{name}_dl")
             if "mean_gain" in part and part["mean_gain"].notna().any():
                 st.plotly_chart(typical_suggestion_gain(part, f"{name}: a typical suggestion's nDCG@10 minus the query's"),
                                 config=PLOT_CONFIG, key=f"sug_typical_{name}")

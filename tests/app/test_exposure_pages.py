@@ -148,6 +148,10 @@ def test_exposure_evaluation_page_runs(at):
     assert table.loc["Brute force"].min() == pytest.approx(1.0)
     # the patience heatmaps say what a click on a cell gives (the click itself: a browser's)
     assert any("Click a cell for each method's mean RELQ and paired t-test" in c.value for c in at.caption)
+    # every figure of the page downloads for slides, as on the other pages: PNG, SVG and HTML
+    ids = [b.proto.id for b in at.get("download_button")]
+    for key in ("ev_heat_dl", "ev_rank_size_dl", "ev_lorenz_dl", "ev_traits_dl"):
+        assert sum(i.endswith((f"{key}_png", f"{key}_svg", f"{key}_html")) for i in ids) == 3, (key, ids)
 
 
 def test_exposure_from_an_uploaded_result_log(at, tmp_path):

@@ -70,6 +70,10 @@ def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     held_out = next(d.value for d in at.dataframe if "method" in d.value.columns and "best@10" in d.value.columns)
     assert {"suggester (PRF)", "RM3", "random feedback term (probe)", "random term, no feedback (probe)"} <= set(held_out["method"])
     assert any("marked *probe*" in m.value for m in at.markdown)
+    # the dataset's histograms (paper Figure 4) and each collection's best-of-k chart download for slides
+    ids = [b.proto.id for b in at.get("download_button")]
+    assert any(i.endswith("sug_fig4_dl_png") for i in ids)
+    assert sum(i.endswith("_dl_png") and "sug_eval_" in i for i in ids) == held_out["collection"].nunique() >= 3
 
 
 def test_all_models_and_a_typed_query_without_judgments(app):
