@@ -381,6 +381,7 @@ if doc_id is not None or result.exact is not None:  # a pasted passage: its exac
         else:
             lorenz_fig = retrievability_chart({rankings: (summary, retr)}, doc_id or "pasted passage")
         st.plotly_chart(lorenz_fig, config=PLOT_CONFIG, key="exp_lorenz")
+        figure_downloads(lorenz_fig, "retrievability", "exp_lorenz_dl")
         figures.append(lorenz_fig)
         retrievability_extremes_table(summary, n_qd, weighted)
 

@@ -114,6 +114,7 @@ def test_exposure_page_by_id_and_pasted(at):
     point = next(t for t in plotly.io.from_json(lorenz.proto.spec).data if t.name == "pasted passage")
     r1 = np.bincount(values.d_idx[values.rank0 < 1], minlength=len(values.doc_ids))  # r(d) of every passage at c = 1
     assert typed_array(point.x)[0] == pytest.approx((r1 < n_exact).mean())
+    assert any(b.proto.id.endswith("exp_lorenz_dl_png") for b in at.get("download_button"))  # for slides, as the others
     at.text_area(key="exp_text").set_value("x" * 100_001).run()
     assert any("at most 100,000" in e.value for e in at.error)
 
