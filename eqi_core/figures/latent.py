@@ -13,11 +13,12 @@ from eqi_core.rankers.registry import PALETTE
 
 DECODER_COLOURS = {"decoder": "#4C78A8", "decoder+rerank": "#E45756", "nearest-query": "#54A24B", "word-edit search": "#B279A2",
                    "RM3": "#9ECAE9", "query": "#333333"}
-KIND_STYLE = {  # kind -> (colour, marker symbol, size)
+KIND_STYLE = {  # kind -> (colour, marker symbol, size); the two kinds of passage differ in shape too, not
+    # only in green against orange, which many colour-blind viewers cannot tell apart
     "query": ("#1F77B4", "circle", 16),
     "target passage": ("#D62728", "cross", 18),
     "top passages of the query": ("#2CA02C", "square", 9),
-    "top passages of the target": ("#FF7F0E", "square", 9),
+    "top passages of the target": ("#FF7F0E", "diamond", 11),
     "nearby logged queries": ("#BAB0AC", "circle", 7),
 }
 

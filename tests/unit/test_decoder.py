@@ -341,6 +341,12 @@ def test_projection_and_figures(tiny_space):
     assert np.isfinite(points[["x", "y"]].to_numpy()).all() and np.isfinite(path[["x", "y"]].to_numpy()).all()
     fig = trajectory(points, path)
     assert isinstance(fig, go.Figure) and fig.data[-1].name == "decoded steps" and len(fig.data[-1].text) == 4
+    # every kind of point differs from the others in shape or size, not in colour alone
+    from eqi_core.figures.latent import KIND_STYLE
+
+    looks = [(symbol, size) for _, symbol, size in KIND_STYLE.values()]
+    assert len(set(looks)) == len(looks) and {t.name: t.marker.symbol for t in fig.data[:-1]}.items() <= {
+        k: s for k, (_, s, _) in KIND_STYLE.items()}.items()
     steps_fig = traversal_steps(trav.steps)
     # a click on either chart names its step first in customdata, which the page opens
     assert [c[0] for c in fig.data[-1].customdata] == [c[0] for c in steps_fig.data[1].customdata] == [0, 1, 2, 3]
