@@ -770,6 +770,9 @@ def eval_exposure(
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs here"),
     run_file: Path | None = RunFileOpt,
     space: str | None = SpaceOpt,
+    figures: Path | None = typer.Option(None, "--figures", help="write the page's figures here (RELQ over patience, "
+                                        "rank-size, retrievability, query traits; with --grid and --expanding theirs), "
+                                        "each as HTML and PNG at 3x"),
 ) -> None:
     """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
     from eqi_core.exposure.evaluate import cached_table2, expanding_log, training_size_grid
@@ -805,6 +808,38 @@ def eval_exposure(
         typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         if output_dir:
             f2.to_csv(output_dir / "expanding_log.csv", index=False)
+    if figures:
+        from eqi_core.figure_export import write_figure_files
+
+        written = write_figure_files(_evaluation_figures(setup, res, n_dq, t3 if grid else None,
+                                                         f2 if expanding else None), figures)
+        typer.echo(f"wrote {len(written)} figure files to {figures}")
+
+
+def _evaluation_figures(setup, res: dict, n_dq: int, table3=None, growing=None) -> dict:
+    """The Exposure evaluation page's figures with its defaults (dense-reverse and Residual over patience,
+    retrievability at cutoff 10, query traits by length), for ``eqi eval-exposure --figures``."""
+    from eqi_core.exposure.audit import min_document_frequency, query_traits, rank_size, summarise_retrievability, trait_probabilities
+    from eqi_core.exposure.evaluate import patience_grid
+    from eqi_core.figures import exposure as figs
+
+    lists, test = res["lists"], res["test_docs"]
+    names = [n for n in lists if n != "Brute force"]
+    pair = [n for n in names if n.startswith("dense")][:1] + [n for n in names if n == "Residual"]
+    retrievability = summarise_retrievability(setup.exposure, min(10, setup.depth))
+    texts = list(setup.collection.queries["text"])
+    traits = query_traits(texts, min_document_frequency(texts, setup.texts))
+    drawn = {"relq_patience_heatmaps": figs.relq_heatmaps({m: patience_grid(setup.exposure, test, lists[m], n_dq)
+                                                           for m in pair}),
+             "rank_size": figs.rank_size(rank_size(setup.exposure, test, {n: lists[n] for n in names})),
+             f"retrievability_lorenz_c{min(10, setup.depth)}": figs.lorenz_curve(retrievability.curve, retrievability.gini),
+             "query_traits_length": figs.trait_curves(trait_probabilities(setup.exposure, test, {n: lists[n] for n in names},
+                                                                          traits, "length", [1, 2, 3, 4, 6]), "length")}
+    if table3 is not None:
+        drawn["training_size"] = figs.training_size(table3)
+    if growing is not None:
+        drawn["expanding_log"] = figs.expanding_log(growing)
+    return drawn
 
 
 @app.command("eval-generative")

@@ -134,3 +134,20 @@ def test_cli_eval_exposure_adapts_n_dq_on_a_small_log(tmp_path, monkeypatch):
                                    "--steps", "3"])
     assert out.exit_code == 0, out.output
     assert "n_d->q = 1" in out.output and "warning: n_q->d = 100 is at least the collection's 12 passages" in out.output
+
+
+def test_cli_eval_exposure_writes_the_pages_figures(tmp_path, monkeypatch):
+    """--figures: the Exposure evaluation page's figures (with --expanding, its growing log too), HTML + PNG."""
+    from eqi_core.figure_export import image_browser
+
+    if image_browser() is None:
+        pytest.skip("no chromium here: the PNGs cannot be rendered (the page greys its buttons out)")
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
+    figs = tmp_path / "figs"
+    out = CliRunner().invoke(app, ["eval-exposure", "-c", TINY, "-r", "minilm-l3-onnx", "--test-passages", "2",
+                                   "--steps", "3", "--expanding", "--figures", str(figs)])
+    assert out.exit_code == 0, out.output
+    names = ["relq_patience_heatmaps", "rank_size", "retrievability_lorenz_c10", "query_traits_length", "expanding_log"]
+    assert sorted(p.name for p in figs.iterdir()) == sorted(f"{n}.{x}" for n in names for x in ("html", "png"))
+    heat = (figs / "relq_patience_heatmaps.html").read_text(encoding="utf-8")
+    assert "Residual" in heat and "dense-reverse" in heat and "click: paired t-tests" not in heat
