@@ -98,6 +98,8 @@ def relq_heatmaps(grids: dict[str, pd.DataFrame], title: str = "RELQ over patien
 
 
 CHANGE_COLOURS = {"higher": "#54A24B", "lower": "#E45756", "same": "#9A9A9A", "only A": "#F58518", "only B": "#4C78A8"}
+# up for higher, down for lower: green against red alone is lost on many colour-blind viewers
+CHANGE_SYMBOLS = {"higher": "triangle-up", "lower": "triangle-down", "same": "circle", "only A": "square", "only B": "diamond"}
 
 
 def exposure_change_scatter(change: pd.DataFrame, name_a: str, name_b: str, n_qd: int) -> go.Figure:
@@ -119,7 +121,8 @@ def exposure_change_scatter(change: pd.DataFrame, name_a: str, name_b: str, n_qd
             continue
         fig.add_trace(go.Scatter(
             x=ra[rows], y=rb[rows], mode="markers", name=f"{labels[key]} ({int(rows.sum())})",
-            marker=dict(color=CHANGE_COLOURS[key], size=9, opacity=0.8, line=dict(width=0.5, color="white")),
+            marker=dict(color=CHANGE_COLOURS[key], symbol=CHANGE_SYMBOLS[key], size=10, opacity=0.8,
+                        line=dict(width=0.5, color="white")),
             customdata=np.stack([change.loc[rows, "query"].astype(str), _rank_text(change.loc[rows, f"rank ({name_a})"]),
                                  _rank_text(change.loc[rows, f"rank ({name_b})"])], axis=1),
             hovertemplate=f"%{{customdata[0]}}<br>{name_a}: %{{customdata[1]}}<br>{name_b}: %{{customdata[2]}}<extra></extra>"))

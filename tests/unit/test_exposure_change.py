@@ -58,6 +58,9 @@ def test_change_scatter_places_each_query_by_its_two_ranks():
                       "only under bm25 (1)": [(1, outside)], "only under dense (1)": [(outside, 7)]}
     assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # rank 1 at the top: above the diagonal is higher
     assert fig.layout.xaxis.ticktext[-1] == "not in top 100"
+    shapes = {t.name: t.marker.symbol for t in fig.data if t.mode == "markers"}  # not told apart by colour alone
+    assert shapes["higher under dense (1)"] == "triangle-up" and shapes["lower under dense (1)"] == "triangle-down"
+    assert len(set(shapes.values())) == len(shapes)
 
 
 @pytest.mark.parametrize("ranker", ["minilm-l6", "bm25", "splade-tiny"])
