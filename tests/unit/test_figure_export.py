@@ -109,3 +109,13 @@ def test_no_browser_at_all_says_what_to_install(monkeypatch):
     with pytest.raises(FigureExportError, match=r"install Debian's chromium \(apt install chromium\)") as failed:
         FigureRenderer().render(specs(2))
     assert "kaleido_get_chrome" not in str(failed.value)
+
+
+def test_a_render_from_inside_a_running_event_loop(renderer):
+    """A notebook cell runs inside an event loop: the renderer's own loop is in its own thread."""
+    import asyncio
+
+    async def cell():
+        return renderer.render(specs(2))
+
+    assert asyncio.run(cell())[0].startswith(b"\x89PNG")
