@@ -18,6 +18,57 @@ from eqi_core.rankers.registry import embedding_dimension
 from eqi_core.store import ArtifactStore
 
 
+def bench_figures(clicks: int = 5, seed: int = 0) -> dict:
+    """A dashboard user clicking PNG (3x) on one figure ``clicks`` times: our renderer, which keeps one
+    kaleido browser between renders, against a browser started and closed for every click (how the
+    export worked before), the two taking turns click by click on the same figure (the Ranker coverage
+    page's query x ranker heatmap, 43 queries x 6 rankers as on TREC DL 2019); the images compared byte
+    for byte."""
+    from eqi_core.figure_export import SLIDE_SCALE, FigureRenderer
+    from eqi_core.figures.coverage import clustered_heatmap
+
+    rng = np.random.default_rng(seed)
+    values = pd.DataFrame(rng.random((43, 6)), index=[f"q{i}" for i in range(43)], columns=[f"ranker{r}" for r in range(6)])
+    fig = clustered_heatmap(values, "nDCG@10")
+    spec = [(fig.to_dict(), {"format": "png", "width": 1000, "height": fig.layout.height or 420, "scale": SLIDE_SCALE})]
+    kept = FigureRenderer()
+
+    def fresh_browser() -> bytes:
+        once = FigureRenderer()
+        try:
+            return once.render(spec)[0]
+        finally:
+            once.close()
+
+    ours, baseline, images = [], [], set()
+    try:
+        for click in range(clicks):
+            for name in (("ours", "baseline") if click % 2 == 0 else ("baseline", "ours")):
+                t = time.perf_counter()
+                images.add(kept.render(spec)[0] if name == "ours" else fresh_browser())
+                (ours if name == "ours" else baseline).append(time.perf_counter() - t)
+    finally:
+        kept.close()
+    later = float(np.median(ours[1:])) if clicks > 1 else None
+    base = float(np.median(baseline))
+    return {
+        "benchmark": "figures",
+        "figure": "clustered_heatmap, 43 queries x 6 rankers, PNG 1000 px at 3x",
+        "clicks": clicks,
+        "ours": "FigureRenderer: one kaleido browser kept between renders (opened on the first click)",
+        "ours_first_click_seconds": round(ours[0], 3),
+        "ours_later_clicks_p50_seconds": round(later, 3) if later is not None else None,
+        "ours_clicks_seconds": [round(t, 3) for t in ours],
+        "baseline": "a kaleido browser started and closed for every click",
+        "baseline_clicks_p50_seconds": round(base, 3),
+        "baseline_clicks_seconds": [round(t, 3) for t in baseline],
+        "ratio_baseline_over_ours_later_clicks": round(base / later, 2) if later else None,
+        "browsers_started_by_ours": kept.browsers_started,
+        "identical_images": len(images) == 1,
+        **machine(),
+    }
+
+
 def _best_of(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
     best, out = float("inf"), None
     for _ in range(repeats):

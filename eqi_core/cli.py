@@ -1971,6 +1971,17 @@ def bench_tasc_cmd(
     _echo_json(bench_tasc(n_queries=queries, n_rankers=rankers), output)
 
 
+@bench_app.command("figures")
+def bench_figures_cmd(
+    clicks: int = typer.Option(5, "--clicks", min=1, help="PNG clicks each way, taking turns"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+) -> None:
+    """A PNG download's time: one kaleido browser kept between clicks against a browser per click."""
+    from eqi_core.bench import bench_figures
+
+    _echo_json(bench_figures(clicks), output)
+
+
 HELP_PANELS = {  # `eqi --help` lists the commands by what they are for, as the dashboard's pages are
     "Collections and search": ("index", "search", "judgments", "run"),
     "Exposure": ("exposure", "retrievability", "exposure-map", "train-exposure", "eval-exposure", "eval-generative"),

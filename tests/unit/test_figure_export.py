@@ -119,3 +119,13 @@ def test_a_render_from_inside_a_running_event_loop(renderer):
         return renderer.render(specs(2))
 
     assert asyncio.run(cell())[0].startswith(b"\x89PNG")
+
+
+def test_the_figures_benchmark_compares_a_kept_browser_with_one_per_click(renderer):
+    """eqi bench figures: both paths give the same image; ours starts one browser for all its clicks."""
+    from eqi_core.bench import bench_figures
+
+    out = bench_figures(clicks=2)
+    assert out["identical_images"] and out["browsers_started_by_ours"] == 1
+    assert len(out["ours_clicks_seconds"]) == len(out["baseline_clicks_seconds"]) == 2
+    assert out["ratio_baseline_over_ours_later_clicks"] > 0 and out["cpu"]["cores"] >= 1
