@@ -36,6 +36,8 @@ app.add_typer(bench_app, name="bench", rich_help_panel="Benchmarks and maintenan
 CollectionOpt = typer.Option(DEFAULT_SPEC, "--collection", "-c",
                              help="wordnet, wordnet:full, wordnet:N, beir:PATH[#split], msmarco:PATH, irds:ID or a path")
 RankerOpt = typer.Option(DEFAULT_RANKER, "--ranker", "-r", help=f"one of {', '.join(RANKERS)} or st:<model folder>")
+FigureFormatsOpt = typer.Option("png", "--figure-formats", help="the figures' image formats beside their HTML, "
+                                "comma-separated: png (3x, slides), svg or pdf (vector, papers), jpg, webp")
 
 
 def _store() -> ArtifactStore:
@@ -313,9 +315,10 @@ def tasc(
     n_boot: int = typer.Option(1000, "--bootstrap", min=100, max=100_000, help="bootstrap resamples for the CIs"),
     correction: str = typer.Option("holm", "--correction", help="paired tests' multiple-testing correction: holm, bonferroni or bh"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o",
-                                           help="write CSV, LaTeX, HTML and PNG figures and the HTML report here"),
+                                           help="write CSV, LaTeX, HTML and PNG figures (--figure-formats: SVG, PDF) and the HTML report here"),
     query: str | None = typer.Option(None, "--query", "-Q", help="drill into one query id: its metric per ranker, top 10 "
                                      "side by side and every listed passage (default in the report: the most disputed)"),
+    figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Per-query metric matrix and TaSC (max and mean) for runs and/or live rankers, with paired t and
     Wilcoxon tests between every pair; the dashboard's comparison report with -o."""
@@ -325,12 +328,14 @@ def tasc(
     from eqi_core.coverage.sources import combine_runs, live_runs, load_run_files
     from eqi_core.coverage.tasc import tasc_weights
     from eqi_core.errors import DataError as _DataError
+    from eqi_core.figure_export import figure_formats as _formats
     from eqi_core.loaders.trec import read_qrels
     from eqi_core.rankers import release_date_for
     from eqi_core.reports import coverage_report
 
     if correction not in CORRECTIONS:  # before any work: nothing printed or written on bad input
         raise _DataError(f"--correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
+    formats = _formats(figure_formats)
     store = _store()
     files = load_run_files(list(run_files))
     coll = _load(collection, store) if collection else None
@@ -397,7 +402,7 @@ def tasc(
                        "pairwise_scatter": figs.pairwise_scatter(matrix.values, latest, earliest, matrix.measure, query_text)}
                       if len(order) > 1 else {}),
                    **figs.tasc_figures(table, matrix.measure), "unsolved": figs.solved_by_count(matrix.values)}
-        write_figure_files(figures, output_dir)
+        write_figure_files(figures, output_dir, formats)
         meta = {"collection": coll.name if coll is not None else "—",
                 "collection fingerprint": coll.fingerprint if coll is not None else "—",
                 "qrels": str(qrels) if qrels is not None else "the collection's", "rankings": ", ".join(runs),
@@ -484,15 +489,18 @@ def exposure(
                                    "passages at its exact rank, as the page shows a selected query"),
     figures: Path | None = typer.Option(None, "--figures", help="write the page's figures here (exposure bars, RELQ "
                                         "over patience, the change under --compare, retrievability), each as HTML "
-                                        "and PNG at 3x"),
+                                        "and PNG at 3x (--figure-formats: SVG, PDF)"),
+    figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.lookup import passage_exposure, patience_grids, what_a_query_shows, what_a_query_shows_says
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
     from eqi_core.exposure.setup import listed_n_dq
+    from eqi_core.figure_export import figure_formats as _formats
     from eqi_core.matching import with_shared_words, word_overlap_line
 
+    formats = _formats(figure_formats)  # a wrong name fails before any map is built
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
     if compare is not None:
@@ -564,7 +572,7 @@ def exposure(
         from eqi_core.figure_export import write_figure_files
 
         drawn, _ = _exposure_figures(pe, setup, this, compare, change, spec, settings, other_setup, other_exact)
-        written = write_figure_files(drawn, figures)
+        written = write_figure_files(drawn, figures, formats)
         typer.echo(f"wrote {len(written)} figure files to {figures}")
 
 
@@ -772,13 +780,16 @@ def eval_exposure(
     space: str | None = SpaceOpt,
     figures: Path | None = typer.Option(None, "--figures", help="write the page's figures here (RELQ over patience, "
                                         "rank-size, retrievability, query traits; with --grid and --expanding theirs), "
-                                        "each as HTML and PNG at 3x"),
+                                        "each as HTML and PNG at 3x (--figure-formats: SVG, PDF)"),
+    figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
     from eqi_core.exposure.evaluate import cached_table2, expanding_log, training_size_grid
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.setup import default_n_dq
+    from eqi_core.figure_export import figure_formats as _formats
 
+    formats = _formats(figure_formats)
     setup = _exposure_setup(collection, ranker, 100, run_file=run_file, space=space)
     if n_dq is None:
         n_dq = default_n_dq(len(setup.collection.queries))
@@ -812,7 +823,7 @@ def eval_exposure(
         from eqi_core.figure_export import write_figure_files
 
         written = write_figure_files(_evaluation_figures(setup, res, n_dq, t3 if grid else None,
-                                                         f2 if expanding else None), figures)
+                                                         f2 if expanding else None), figures, formats)
         typer.echo(f"wrote {len(written)} figure files to {figures}")
 
 
@@ -1721,13 +1732,16 @@ def traverse_cmd(
                                       "bm25): its nDCG@10 and the target's rank in its top 100"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
     figures: Path | None = typer.Option(None, "--figures", help="write the page's two figures here (the UMAP map of "
-                                        "the walk, rank and nDCG@10 per step), each as HTML and PNG at 3x"),
+                                        "the walk, rank and nDCG@10 per step), each as HTML and PNG at 3x (--figure-formats: SVG, PDF)"),
+    figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Walk from a query to a passage in the latent space and decode a reformulation at each step."""
     from eqi_core.decoder.traversal import check_query, traverse
+    from eqi_core.figure_export import figure_formats as _formats
     from eqi_core.rankers import build_ranker, ranker_spec
     from eqi_core.suggestion.panel import rank_labels, score_with_ranker
 
+    formats = _formats(figure_formats)
     _warn_spec_like(query, "traverse")
     if ranker is not None:
         ranker_spec(ranker)  # an unknown ranker fails here, in one line
@@ -1769,7 +1783,7 @@ def traverse_cmd(
 
         points, path = trajectory_map(space, trav)
         written = write_figure_files({"traversal_map": trajectory(points, path), "traversal_steps": traversal_steps(trav.steps)},
-                                     figures)
+                                     figures, formats)
         typer.echo(f"wrote {len(written)} figure files to {figures}")
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from eqi_core.errors import FigureExportError
+from eqi_core.errors import DataError, FigureExportError
 from eqi_core.store import atomic_write
 
 SLIDE_SCALE = 3  # 3x a 1000-px-wide figure: sharp on a projector
@@ -50,16 +50,31 @@ def figure_images(figures: list[go.Figure], fmt: str = "png", scale: float = 1, 
     return RENDERER.render(specs, fmt)
 
 
-def write_figure_files(figures: dict[str, go.Figure], directory: Path) -> list[Path]:
-    """Each figure as NAME.html (plotly.js inlined, opens offline) and NAME.png at slide resolution, the
-    PNGs rendered in one browser before any file is written: a failed render leaves no half set.
-    ``eqi tasc -o``, ``eqi exposure --figures`` and ``eqi traverse --figures``."""
-    images = figure_images(list(figures.values()), "png", scale=SLIDE_SCALE)
+def write_figure_files(figures: dict[str, go.Figure], directory: Path, formats: tuple[str, ...] = ("png",)) -> list[Path]:
+    """Each figure as NAME.html (plotly.js inlined, opens offline) and as each of ``formats`` (PNG at
+    slide resolution; SVG or PDF, vector, for a paper), all rendered in one browser before any file is
+    written: a failed render leaves no half set. ``eqi tasc -o`` and the ``--figures`` of ``eqi
+    exposure``, ``eval-exposure`` and ``traverse``."""
+    unknown = [f for f in formats if f not in IMAGE_FORMATS]
+    if unknown:
+        raise FigureExportError(f"figure format {unknown[0]!r}: expected one of {', '.join(IMAGE_FORMATS)}")
+    rendered = {fmt: figure_images(list(figures.values()), fmt, scale=SLIDE_SCALE if fmt == "png" else 1)
+                for fmt in dict.fromkeys(formats)}
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for (name, fig), image in zip(figures.items(), images):
-        written += [atomic_write(directory / f"{name}.html", figure_html(fig)), atomic_write(directory / f"{name}.png", image)]
+    for i, (name, fig) in enumerate(figures.items()):
+        written.append(atomic_write(directory / f"{name}.html", figure_html(fig)))
+        written += [atomic_write(directory / f"{name}.{fmt}", images[i]) for fmt, images in rendered.items()]
     return written
+
+
+def figure_formats(text: str) -> tuple[str, ...]:
+    """``--figure-formats png,pdf`` as a tuple, every name checked (one line for a wrong one)."""
+    formats = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    for fmt in formats or ("",):
+        if fmt not in IMAGE_FORMATS:
+            raise DataError(f"--figure-formats: {fmt!r} is not one of {', '.join(IMAGE_FORMATS)}")
+    return formats
 
 
 class FigureRenderer:

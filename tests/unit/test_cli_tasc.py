@@ -33,11 +33,12 @@ def test_tasc_cli_by_hand(files):
 def test_tasc_cli_writes_exports(files, tmp_path):
     out = tmp_path / "out"
     args = ["tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"), "--run", str(files / "new.trec"),
-            "--mode", "all-others", "--bootstrap", "100", "-o", str(out)]
+            "--mode", "all-others", "--bootstrap", "100", "-o", str(out), "--figure-formats", "png,pdf"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert {"matrix.csv", "tasc.csv", "significance.csv", "tasc.tex", "bars.html", "bars.png", "report.html",
-            "pairwise.png", "pairwise_scatter.png", "pairwise_scatter.html"} <= {p.name for p in out.iterdir()}
+            "pairwise.png", "pairwise_scatter.png", "pairwise_scatter.html", "bars.pdf"} <= {p.name for p in out.iterdir()}
+    assert (out / "bars.pdf").read_bytes().startswith(b"%PDF") and (out / "bars.png").read_bytes().startswith(b"\x89PNG")
     report = (out / "report.html").read_text(encoding="utf-8")
     # the Pairwise tab's pair, the later ranker (A) against the earlier: new is better on 1 query, old on 2
     assert "new against old, query by query" in report and "new better (1)" in report and "old better (2)" in report
@@ -133,3 +134,16 @@ def test_live_runs_report_each_rankers_indexing_and_ranking_apart(tiny, store):
     assert list(runs) == ["bm25"] and runs["bm25"].name == "bm25"
     assert 0 < seen[("bm25", "ranking")] <= len(tiny.queries)  # queries counted (BM25 skips term-less ones)
     assert set(seen) <= {("bm25", "indexing"), ("bm25", "ranking")}
+
+
+def test_a_wrong_figure_format_is_one_line_before_any_work(files, tmp_path, monkeypatch, capsys):
+    from eqi_core.cli import main
+
+    out = tmp_path / "out"
+    monkeypatch.setattr("sys.argv", ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
+                                     "-o", str(out), "--figure-formats", "png,tiff"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err == "error: --figure-formats: 'tiff' is not one of png, svg, jpg, jpeg, webp, pdf"
+    assert not out.exists()
