@@ -1,10 +1,11 @@
-"""Figures out of the app: self-contained HTML, and PNG/SVG rendered by one kaleido browser that is
-kept open between renders.
+"""Figures out of the app: self-contained HTML, and PNG/SVG/PDF rendered by one kaleido browser that
+is kept open between renders.
 
-kaleido drives the system's chromium. Starting it is most of an image's cost (about 3.3 s against
-0.3-0.4 s for a render, on 2 Zen 3 cores), so the dashboard's PNG and SVG buttons and ``eqi tasc -o``
-share one browser per process: opened on the first render, closed after ``IDLE_CLOSE_S`` without one
-(and at exit), replaced when it fails. Renders are serialised: one browser, one tab.
+kaleido drives the system's chromium. Starting it is most of an image's cost (a PNG click: 4.3 s with
+a browser per click, 0.7 s with the browser kept, on 2 Zen 3 cores: ``eqi bench figures``), so the
+dashboard's PNG and SVG buttons, ``eqi tasc -o`` and the CLI's ``--figures`` share one browser per
+process: opened on the first render, closed after ``IDLE_CLOSE_S`` without one (and at exit),
+replaced when it fails. Renders are serialised: one browser, one tab.
 """
 from __future__ import annotations
 
