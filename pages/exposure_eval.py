@@ -127,9 +127,9 @@ with tab_heat:
         else:
             st.caption("Click a cell for each method's mean RELQ and paired t-test against dense-reverse at its patiences.")
 with tab_size:
-    rank_size = figs.rank_size(sizes(res["artifact"]))
-    st.plotly_chart(rank_size, config=PLOT_CONFIG, key="ev_rank_size")
-    figure_downloads(rank_size, "rank_size", "ev_rank_size_dl")
+    rank_size_fig = figs.rank_size(sizes(res["artifact"]))  # not "rank_size": sizes() calls that function
+    st.plotly_chart(rank_size_fig, config=PLOT_CONFIG, key="ev_rank_size")
+    figure_downloads(rank_size_fig, "rank_size", "ev_rank_size_dl")
 with tab_retr:
     cutoff = st.slider("Cutoff c", 1, setup.depth, min(10, setup.depth), key="ev_cutoff")
     summary = summarise_retrievability(setup.exposure, cutoff)
