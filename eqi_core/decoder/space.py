@@ -78,9 +78,12 @@ def decoder_summary(folder: Path) -> str:
             f"also trained on {own:,} of a decoder's own samples (eqi decoder-synthetic)" if rounds else
             f"trained on {corpus.get('queries_train', 0):,} real queries and {corpus.get('sentences_train', 0):,} "
             "passage sentences" if card.get("arch") else f"trained on {card.get('collection', '?')}")
+    if corpus.get("version", 1) >= 2:  # the corpus recipe that leaves out the evaluated collections' queries
+        made += ", no query of DL19, SciFact or Cranfield"
     decoder = card.get("natural_metrics", {}).get("summary", {}).get("decoder", {})
-    f1 = decoder.get("round_trip_f1")
-    return f"{made}" + (f"; alone: round trip F1 {f1:.3f}" if f1 is not None else "")
+    f1, top1 = decoder.get("round_trip_f1"), decoder.get("trec-dl19-passage top1")
+    return f"{made}" + (f"; alone: round trip F1 {f1:.3f}" if f1 is not None else "") + (
+        f", DL19 passage -> query top-1 {top1:.3f}" if top1 is not None else "")
 
 
 def find_decoder(collection: Collection, encoder, store: ArtifactStore):

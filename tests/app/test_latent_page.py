@@ -199,3 +199,19 @@ def test_the_sidebars_ranker_scores_every_decoded_step_too(app):
     picked = at.selectbox(key="lat_step_pick").value
     top = at.dataframe[1].value
     assert top["doc_id"].tolist() == bm25.search([steps["decoded"].iloc[picked]], k=10).frame["doc_id"].tolist()
+
+
+def test_the_decoder_without_evaluated_queries_can_be_chosen(app):
+    """natural-minilm-l6-v2 (the default's recipe without DL19's, SciFact's and Cranfield's queries) is offered
+    beside the default; chosen, the caption says how it was made and its card's evaluation is shown."""
+    from eqi_core.decoder.space import ASSETS
+
+    at = open_page(app, query="river bank")
+    assert any(o.startswith("natural-minilm-l6-v2") for o in at.selectbox(key="lat_weights").options)
+    at.selectbox(key="lat_weights").set_value("natural-minilm-l6-v2").run()
+    assert not at.exception, at.exception
+    assert any("natural-minilm-l6-v2" in c.value and "no query of DL19, SciFact or Cranfield" in c.value for c in at.caption)
+    card = json.loads((ASSETS / "natural-minilm-l6-v2" / "card.json").read_text(encoding="utf-8"))
+    tables = [d.value for d in at.dataframe if "round_trip_f1" in d.value.columns]
+    assert tables[0].loc["decoder", "trec-dl19-passage top1"] == pytest.approx(
+        card["natural_metrics"]["summary"]["decoder"]["trec-dl19-passage top1"])

@@ -185,7 +185,27 @@ def test_the_default_decoder_is_trained_with_its_predecessors_samples():
     assert "--decoder assets/decoders/natural-minilm-l6-real " in card["corpus_command"]
     assert card["training"]["steps"] == 12000 and card["trained_on"][0]["device"].startswith("NVIDIA")
     assert shipped_natural_decoder("minilm-l6").name == "natural-minilm-l6"
-    assert [f.name for f in shipped_natural_decoders("minilm-l6")] == ["natural-minilm-l6", "natural-minilm-l6-real"]
+    assert [f.name for f in shipped_natural_decoders("minilm-l6")] == [
+        "natural-minilm-l6", "natural-minilm-l6-real", "natural-minilm-l6-v2"]
+
+
+def test_the_decoder_without_evaluated_queries_says_so_in_its_card():
+    """assets/decoders/natural-minilm-l6-v2: the default's recipe on corpus version 2, which holds no query of
+    the collections the decoders are evaluated on; shipped beside the default to compare (README)."""
+    from eqi_core.decoder.space import ASSETS, decoder_summary
+
+    card = json.loads((ASSETS / "natural-minilm-l6-v2" / "card.json").read_text(encoding="utf-8"))
+    corpus = card["corpus"]
+    assert corpus["version"] == 2 and corpus["queries_evaluated"]["distinct"] > 1000
+    assert corpus["queries_evaluated"]["collections"] == ["cranfield", "scifact", "trec-dl19-passage"]
+    default = json.loads((ASSETS / "natural-minilm-l6" / "card.json").read_text(encoding="utf-8"))
+    assert corpus["queries_train"] == default["corpus"]["queries_train"] - 8  # the 8 DL19 queries the logs hold
+    assert corpus["queries_heldout"] == default["corpus"]["queries_heldout"]  # the same held-out questions are scored
+    # the default's recipe, only the corpus differs (options added since, e.g. --cosine, are off)
+    assert {k: card["training"][k] for k in default["training"]} == default["training"] and card["training"]["cosine"] == 0
+    assert "--decoder assets/decoders/natural-minilm-l6-real " in card["corpus_command"]
+    assert card["natural_metrics"]["settings"]["n_queries"] == 300  # eqi eval-decoder --natural, the table's samples
+    assert "no query of DL19, SciFact or Cranfield" in decoder_summary(ASSETS / "natural-minilm-l6-v2")
 
 
 def test_the_decoder_choice_line_counts_every_round_of_samples(tmp_path, monkeypatch):
@@ -197,5 +217,7 @@ def test_the_decoder_choice_line_counts_every_round_of_samples(tmp_path, monkeyp
 
     assert line({"queries_train": 60, "sentences_train": 9}) == "trained on 60 real queries and 9 passage sentences"
     assert line({"synthetic": {"kept": 1200}}) == "also trained on 1,200 of a decoder's own samples (eqi decoder-synthetic)"
+    assert line({"synthetic": {"kept": 1200}, "version": 2}) == (
+        "also trained on 1,200 of a decoder's own samples (eqi decoder-synthetic), no query of DL19, SciFact or Cranfield")
     assert line({"synthetic": {"kept": 1200}, "synthetic_earlier": [{"kept": 800}]}) == (
         "also trained on 2,000 of decoders' own samples (2 rounds of eqi decoder-synthetic)")
