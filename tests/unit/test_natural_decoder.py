@@ -616,6 +616,29 @@ def test_an_evaluation_of_one_passage_method_summarises_without_a_round_trip():
     assert row["repeat"] == 0.5 and np.isnan(row["round_trip_f1"])  # the column is the paper's row's
 
 
+def test_batched_decoding_reports_progress_per_batch_with_the_outputs_of_one_call():
+    """A 1,000-passage evaluation decodes for minutes: a log file must show where it is (it printed
+    nothing until the step ended), and the batches must not change what is decoded."""
+    from eqi_core.decoder.base import Candidate
+    from eqi_core.decoder.natural_eval import BATCH_ROWS, _decode_all
+
+    class Decoder:
+        def __init__(self):
+            self.calls = []
+
+        def decode(self, emb, n=5):
+            self.calls.append(len(emb))
+            return [[Candidate(f"q{int(e[0])}", 1.0)] for e in emb]
+
+    emb = np.arange(150, dtype=np.float32)[:, None]
+    seen, decoder = [], Decoder()
+    out = _decode_all(decoder, emb, lambda done, total: seen.append((done, total)), one_at_a_time=False)
+    assert out == [f"q{i}" for i in range(150)]
+    assert decoder.calls == [BATCH_ROWS, BATCH_ROWS, 150 - 2 * BATCH_ROWS]
+    assert seen == [(BATCH_ROWS, 150), (2 * BATCH_ROWS, 150), (150, 150)]
+    assert _decode_all(Decoder(), emb[:3], None, one_at_a_time=False) == ["q0", "q1", "q2"]
+
+
 def test_round_trip_by_source_groups_the_logs_into_families_by_hand():
     """The paper's round trip is on MS MARCO queries: the breakdown puts that family beside the
     others (titles, claims, multi-hop questions), each with its count and mean length, then all."""
