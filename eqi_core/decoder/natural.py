@@ -378,6 +378,9 @@ def write_lexicon(folder: Path, corpus) -> dict:
     return card["lexicon"]
 
 
+BEAM_BATCH_ROWS = 64  # rows that beam search decodes together (memory of the key/value cache x the beam)
+
+
 class NaturalDecoderModel:
     """A trained natural decoder with its tokenizer: implements QueryDecoder (the model alone, no
     encoder in the loop). ``decode`` returns beam hypotheses; ``sample`` nucleus samples."""
@@ -444,9 +447,9 @@ class NaturalDecoderModel:
         x = torch.from_numpy(as_matrix(embeddings, self.model.cfg.encoder_dim))
         width = max(n, beam or self.beam)
         out = []
-        for start in range(0, len(x), 64):
+        for start in range(0, len(x), BEAM_BATCH_ROWS):
             no_repeat = torch.zeros_like(self.no_repeat) if self.constraint else self.no_repeat
-            for hyps in beam_search(self.model, x[start:start + 64], width, self.first_banned, no_repeat,
+            for hyps in beam_search(self.model, x[start:start + BEAM_BATCH_ROWS], width, self.first_banned, no_repeat,
                                     constraint=self.beam_constraint, style=self.style):
                 cands = [Candidate(self.text(ids), float(s), source="decoded") for ids, s in hyps]
                 cands = [c for c in cands if not stutters(c.text)] or cands

@@ -142,17 +142,16 @@ def fluency(texts: list[str], lexicon: frozenset[str]) -> dict:
             "words": float(np.mean([len(words(t)) for t in texts])) if texts else 0.0}
 
 
-BATCH_ROWS = 64  # the rows beam search decodes together (NaturalDecoderModel.decode's own batches)
-
-
 def _decode_all(decoder, emb: np.ndarray, progress: ProgressFn | None, one_at_a_time: bool) -> list[str]:
     """The first hypothesis for every row. Batched decoders report after each batch of rows (1,000
     passages take minutes, and a log file should show where they are); rows decode independently, so
     the outputs are those of one call."""
     if not one_at_a_time:
+        from eqi_core.decoder.natural import BEAM_BATCH_ROWS  # torch: imported where decoding happens
+
         out = []
-        for start in range(0, len(emb), BATCH_ROWS):
-            out += [c[0].text if c else "" for c in decoder.decode(emb[start:start + BATCH_ROWS], n=1)]
+        for start in range(0, len(emb), BEAM_BATCH_ROWS):
+            out += [c[0].text if c else "" for c in decoder.decode(emb[start:start + BEAM_BATCH_ROWS], n=1)]
             if progress:
                 progress(len(out), len(emb))
         return out

@@ -620,7 +620,8 @@ def test_batched_decoding_reports_progress_per_batch_with_the_outputs_of_one_cal
     """A 1,000-passage evaluation decodes for minutes: a log file must show where it is (it printed
     nothing until the step ended), and the batches must not change what is decoded."""
     from eqi_core.decoder.base import Candidate
-    from eqi_core.decoder.natural_eval import BATCH_ROWS, _decode_all
+    from eqi_core.decoder.natural import BEAM_BATCH_ROWS as BATCH_ROWS
+    from eqi_core.decoder.natural_eval import _decode_all
 
     class Decoder:
         def __init__(self):
