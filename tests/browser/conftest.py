@@ -79,12 +79,19 @@ def screenshot_path(name: str) -> Path:
     return folder / name
 
 
+def skip_without_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (make test installs it with apt-get when run as root)")
+
+
 @pytest.fixture(scope="session")
 def warm_store(session_store_home, request):
     """Build, once and in this process, every artifact the browser tests' pages need (WordNet default:
     the MiniLM-L6 exposure map and space, the runs of the curated coverage example, the latent space),
     with progress lines on the terminal, so that browser waits measure the browser, not indexing on
-    a busy machine. A warm store (EQI_TEST_HOME) makes this a few seconds of reading."""
+    a busy machine. A warm store (EQI_TEST_HOME) makes this a few seconds of reading. Without chromium
+    nothing is built: every test that needs this store skips."""
+    skip_without_chromium()
     from eqi_core.coverage.sources import live_runs
     from eqi_core.decoder.space import open_space
     from eqi_core.exposure.setup import prepare_exposure
@@ -126,8 +133,7 @@ def dashboard(session_store_home, warm_store):
 
 @pytest.fixture(scope="session")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (make test installs it with apt-get when run as root)")
+    skip_without_chromium()
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
