@@ -22,14 +22,26 @@ ORIGINS = ("passage", "between", "neighbourhood")
 # "... or a mortgage"): counted apart they inflate "unseen queries exposing it". Two candidates whose
 # content words overlap this much (Jaccard) are one query; the first decoded (the better beam) is kept.
 NEAR_DUPLICATE = 0.75
+# Long hypotheses can part later still and differ in more words than the Jaccard rule allows: four of a
+# WordNet gloss's six began with the same 17 words (of 21) ("a bank in a financial institution that engages in
+# the payment of money (as in a loan) ...") and ended four ways. Texts that agree word for word over
+# this share of the longer one, and over at least ``SHARED_START_WORDS`` words, are one query too. Short
+# queries that differ in a word are queries of their own ("bank in a mortgage" / "bank in a payment"),
+# and so is one that another extends ("bank deposit" / "bank deposit in a payment").
+SHARED_START, SHARED_START_WORDS = 0.75, 10
 
 
 def near_duplicate(a: str, b: str) -> bool:
-    """Whether two decoded texts are one query worded twice: the same words, or content words whose
-    Jaccard overlap reaches ``NEAR_DUPLICATE``."""
+    """Whether two decoded texts are one query worded twice: the same words, content words whose
+    Jaccard overlap reaches ``NEAR_DUPLICATE``, or the same first words over ``SHARED_START`` of the
+    longer text (at least ``SHARED_START_WORDS`` of them)."""
     from eqi_core.decoder.base import content_words, words
 
-    if words(a) == words(b):
+    xa, xb = words(a), words(b)
+    if xa == xb:
+        return True
+    start = next((i for i, (u, v) in enumerate(zip(xa, xb)) if u != v), min(len(xa), len(xb)))
+    if start >= max(SHARED_START * max(len(xa), len(xb)), SHARED_START_WORDS):
         return True
     wa, wb = set(content_words(a)), set(content_words(b))
     return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= NEAR_DUPLICATE

@@ -73,6 +73,14 @@ def test_near_duplicate_beams_count_once():
     assert near_duplicate("Bank deposit", "bank  deposit")  # the same words
     assert not near_duplicate("bank checking a institution", "bank deposit in a financial institution")  # 2 of 5
     assert not near_duplicate("the", "a")  # no content words, different words
+    # long beams that part late: their first 17 of 21 words the same, their content words' Jaccard only 0.64
+    c = "a bank in a financial institution that engages in the payment of money (as in a loan) to accept his banks"
+    d = "a bank in a financial institution that engages in the payment of money (as in a loan deposit) to his home"
+    assert near_duplicate(c, d) and near_duplicate(d, c)
+    e = "a bank in a financial institution that engages in the payment of money and accepts his loans to deposit a check on the house"
+    assert not near_duplicate(c, e)  # the first 13 of 24 words the same: worded apart
+    assert not near_duplicate("bank deposit", "bank deposit in a payment")  # a query and its extension: two queries
+    assert not near_duplicate("bank in a mortgage", "bank in a payment")  # short queries a word apart: two queries
 
 
 def test_generated_candidates_are_distinct_queries(tiny, spaces):
