@@ -14,7 +14,9 @@ def test_six_concurrent_sessions(dashboard, browser):
             p.goto(f"{dashboard}/?collection=wordnet&ranker=bm25&q={q}", wait_until="commit")
         for p, q in zip(pages, QUERIES):
             caption = p.get_by_text(f"Logged query {q}", exact=False).first
-            caption.wait_for(timeout=180_000)
+            # six sessions share the 2 cores: 55 s idle, 107 s beside an evaluation; beside an evaluation and a
+            # second test run (2026-11-30) the caption did not come within 180 s
+            caption.wait_for(timeout=300_000)
             assert "judged passages in the top" in caption.inner_text()
             assert p.locator("[data-testid='stException']").count() == 0
     finally:
