@@ -81,6 +81,10 @@ def test_near_duplicate_beams_count_once():
     assert not near_duplicate(c, e)  # the first 13 of 24 words the same: worded apart
     assert not near_duplicate("bank deposit", "bank deposit in a payment")  # a query and its extension: two queries
     assert not near_duplicate("bank in a mortgage", "bank in a payment")  # short queries a word apart: two queries
+    # why the 10-word floor: a searcher's 10-word queries parting at their 9th word are two queries, though a
+    # beam's "... the world's natural winners" / "... natural livers" (parting at the 10th of 10) stay two as well
+    assert not near_duplicate("how many calories are in a bar of dark chocolate",
+                              "how many calories are in a bar of milk chocolate")
 
 
 def test_generated_candidates_are_distinct_queries(tiny, spaces):
