@@ -19,6 +19,9 @@ from eqi_core.encoders import minilm_l6_dir
     ('the " kick - ass " film', 'the "kick-ass" film'),
     ("legionnaires ' disease in the u. s. (e. g. ohio)", "legionnaires' disease in the u.s. (e.g. ohio)"),
     ("a rule, i. e., a law (made in the u. s.)", "a rule, i.e., a law (made in the u.s.)"),
+    ("military suicide causes in the u. s", "military suicide causes in the u.s"),  # no last period
+    ("the u. k economy, p. s", "the u.k economy, p.s"),
+    ("low vitamin d. a deficiency of iron", "low vitamin d. a deficiency of iron"),  # an initial, then "a"
     ("the students ' books and ' quoted ' words", "the students ' books and ' quoted ' words"),  # which pairs?
     ("the students ' ' books", "the students ' ' books"),  # two: left as decoded
     ("a ' word ' in quotes", "a ' word ' in quotes"),  # a quoted word is not a possessive
@@ -50,7 +53,8 @@ def test_the_encoder_reads_joined_text_as_the_same_tokens():
     tok = Tokenizer.from_file(str(minilm_l6_dir() / "tokenizer.json"))
     for text in ["what ' s the parkinson ' s disease?", "non - cardiac 1999 - 2000 ( mir ) can ' t",
                  'the " kick - ass " film, 1. 8 % i \' ve', "costs : $ 3. 25 to $ 5. 50",
-                 "kinase 2 ( een - 2 ) - induced phenotypes", "legionnaires ' disease in the u. s."]:
+                 "kinase 2 ( een - 2 ) - induced phenotypes", "legionnaires ' disease in the u. s.",
+                 "military suicide causes in the u. s", "the u. k economy"]:
         assert tok.encode(detokenize(text)).ids == tok.encode(text).ids, text
     assert words("parkinson ' s disease") == ["parkinson", "s", "disease"]
     assert words(detokenize("parkinson ' s disease")) == ["parkinson's", "disease"]  # as a reference writes it
