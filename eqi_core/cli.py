@@ -561,7 +561,8 @@ def exposure(
         g = generate_exposure(setup, space, generate, n_qd, doc_id=passage, text=text, exact=pe.exact)
         for note in g.notes:
             typer.echo(f"note: {note}", err=True)
-        typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries not in the log rank it in the top {n_qd} "
+        typer.echo(f"## generated: {len(g.unseen_exposing)} decoded queries the log holds neither word for word nor "
+                   f"reworded rank it in the top {n_qd} "
                    f"(exposure {g.logged_total} from the log, +{g.generated_total} from them)")
         typer.echo(g.candidates.to_string(index=False))
     settings = {"n_q->d": n_qd, "n_d->q": n_dq, "gamma_q->d": gamma_qd, "gamma_d->q": gamma_dq}

@@ -121,7 +121,9 @@ def _generated_section(g) -> str:
               f"exposure {g.logged_total:,} from the log, "
               f"+{g.generated_total:,} from them ({g.logged_total + g.generated_total:,} in all).</p>"
             + "<p class='note'>rank: the passage's exact rank for the decoded query (—: not retrieved).</p>"
-            + _table(table.rename(columns={"in_log": "in the log"})))
+            + "<p class='note'>in the log: the log holds the decoded query, word for word or reworded "
+              "(logged as: which query).</p>"
+            + _table(table.rename(columns={"in_log": "in the log", "logged_as": "logged as"})))
 
 
 def coverage_report(table: pd.DataFrame, values: pd.DataFrame, measure: str, meta: dict, figures: list[go.Figure],

@@ -319,10 +319,12 @@ else:
         k1.metric(f"Unseen queries exposing it (top {n_qd})", len(g.unseen_exposing))
         k2.metric("Exposure from the log", g.logged_total)
         k3.metric("… plus the unseen queries", g.logged_total + g.generated_total, delta=g.generated_total or None)
-        shown = g.candidates.rename(columns={"in_log": "in the log", "rank": "its rank"})
+        shown = g.candidates.rename(columns={"in_log": "in the log", "logged_as": "logged as", "rank": "its rank"})
         shown["its rank"] = shown["its rank"].replace(np.inf, np.nan)  # inf: the ranker does not retrieve it
         st.dataframe(shown, hide_index=True, key="exp_gen_table", placeholder="not retrieved",
                      column_config={"its rank": st.column_config.NumberColumn(format="%d")})
+        st.caption("In the log: the log holds the decoded query, word for word or reworded (the same content words, "
+                   "or nearly: *logged as* says which query); only the others count as unseen.")
         st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
                            on_click="ignore", key="exp_gen_csv")
 

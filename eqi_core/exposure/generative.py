@@ -47,9 +47,47 @@ def near_duplicate(a: str, b: str) -> bool:
     return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= NEAR_DUPLICATE
 
 
+class LoggedWordings:
+    """The query log, to tell whether a decoded query is one the log holds: the same text, or a
+    rewording of a logged query by ``near_duplicate`` (the rule that keeps two decoded candidates
+    apart): "what does dark chocolate do for your body" is the logged "what do dark chocolate do for
+    body", not an unseen search. An inverted index over content words keeps it to the few logged
+    queries that share one."""
+
+    def __init__(self, texts) -> None:
+        from eqi_core.decoder.base import content_words
+
+        self.texts = [str(t) for t in texts]
+        self.exact = {}
+        self.by_word: dict[str, list[int]] = {}
+        for i, t in enumerate(self.texts):
+            self.exact.setdefault(" ".join(t.lower().split()), t)
+            for w in set(content_words(t)):
+                self.by_word.setdefault(w, []).append(i)
+
+    def match(self, text: str) -> str:
+        """The logged query ``text`` is (itself or reworded), or "" when the log holds none."""
+        from eqi_core.decoder.base import content_words
+
+        same = self.exact.get(" ".join(text.lower().split()))
+        if same is not None:
+            return same
+        shared = sorted({i for w in set(content_words(text)) for i in self.by_word.get(w, ())})
+        return next((self.texts[i] for i in shared if near_duplicate(text, self.texts[i])), "")
+
+
+def logged_wordings(setup: ExposureSetup) -> LoggedWordings:
+    """The setup's query log as ``LoggedWordings``, built once per setup."""
+    if "logged_wordings" not in setup._methods:
+        setup._methods["logged_wordings"] = LoggedWordings(setup.collection.queries["text"])
+    return setup._methods["logged_wordings"]
+
+
 @dataclass
 class GeneratedExposure:
-    candidates: pd.DataFrame  # query, origin, rank (exact, 1-based; inf = not retrieved), in_log, exposes, exposure
+    # query, origin, rank (exact, 1-based; inf = not retrieved), in_log, logged_as (the logged query it is or
+    # rewords, "" if none), exposes, exposure
+    candidates: pd.DataFrame
     n_qd: int
     logged_total: int  # sum over logged exposing queries of n_q->d - rho
     notes: list[str] = field(default_factory=list)
@@ -144,11 +182,13 @@ def generate_exposure(setup: ExposureSetup, space, n: int = 20, n_qd: int = 10, 
                 rows.append({"query": cand.text, "origin": origin})
     frame = pd.DataFrame(rows, columns=["query", "origin"])
     if frame.empty:
-        return GeneratedExposure(frame.assign(rank=[], in_log=[], exposes=[], exposure=[]), n_qd, logged_total,
-                                 ["the decoder produced no query"])
+        return GeneratedExposure(frame.assign(rank=[], in_log=[], logged_as=[], exposes=[], exposure=[]), n_qd,
+                                 logged_total, ["the decoder produced no query"])
     frame["rank"] = passage_ranks(setup, list(frame["query"]), doc, text)
-    logged = {" ".join(t.lower().split()) for t in setup.collection.queries["text"]}
-    frame["in_log"] = [" ".join(q.lower().split()) in logged for q in frame["query"]]
+    log = logged_wordings(setup)
+    logged_as = [log.match(q) for q in frame["query"]]
+    frame["in_log"] = [bool(m) for m in logged_as]
+    frame["logged_as"] = logged_as
     frame["exposes"] = frame["rank"] <= n_qd
     frame["exposure"] = np.where(frame["exposes"], n_qd - frame["rank"] + 1, 0).astype(int)
     frame = frame.sort_values(["rank", "in_log"], kind="stable").head(n).reset_index(drop=True)

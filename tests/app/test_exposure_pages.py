@@ -199,9 +199,11 @@ def test_generative_exposure_panel(at, reported):
     table = [d.value for d in at.dataframe if "origin" in d.value.columns][0]
     assert 1 <= len(table) <= 5 and table["its rank"].is_monotonic_increasing
     assert int(metrics["Unseen queries exposing it (top 3)"]) == int((table["exposes"] & ~table["in the log"]).sum())
+    assert (table["in the log"] == (table["logged as"] != "")).all()  # which logged query, word for word or reworded
     generated = reported[-1][7]
     assert generated.candidates["query"].tolist() == table["query"].tolist()
     page = make_report(*reported[-1])
+    assert "<th>logged as</th>" in page.split("Queries no log holds yet")[1]
     assert f"exposure {int(metrics['Exposure from the log']):,} from the log" in page.split("Queries no log holds yet")[1]
 
 

@@ -37,6 +37,9 @@ def test_candidates_ranked_exactly(tiny, spaces, ranker):
     logged = setup.exposure.exposing(0)[1]
     assert g.logged_total == int((3 - logged[logged < 3]).sum())
     assert g.generated_total == int(c.loc[c["exposes"] & ~c["in_log"], "exposure"].sum())
+    assert (c["in_log"] == (c["logged_as"] != "")).all()
+    logged = set(tiny.queries["text"])
+    assert all(q in logged for q in c.loc[c["in_log"], "logged_as"])
 
 
 def test_result_logs_cannot_rank_new_queries(tiny, spaces, tmp_path):
@@ -85,6 +88,19 @@ def test_near_duplicate_beams_count_once():
     # beam's "... the world's natural winners" / "... natural livers" (parting at the 10th of 10) stay two as well
     assert not near_duplicate("how many calories are in a bar of dark chocolate",
                               "how many calories are in a bar of milk chocolate")
+
+
+def test_a_reworded_logged_query_is_not_unseen():
+    """A decoded query the log holds reworded (the near-duplicate rule) is the logged query, not an unseen
+    search; matching is by content words, so a query sharing only some of them stays unseen."""
+    from eqi_core.exposure.generative import LoggedWordings
+
+    log = LoggedWordings(["what do dark chocolate do for body", "calories for chocolate chips", "the"])
+    assert log.match("What do  dark chocolate do for body") == "what do dark chocolate do for body"  # case, spaces
+    assert log.match("what does dark chocolate do for your body") == "what do dark chocolate do for body"
+    assert log.match("how many calories in chocolate chips") == "calories for chocolate chips"  # Jaccard 1
+    assert log.match("what are the benefits of dark chocolate") == ""  # 2 of 4 content words: a search of its own
+    assert log.match("the") == "the" and log.match("a") == ""  # no content words: only the same text
 
 
 def test_generated_candidates_are_distinct_queries(tiny, spaces):
