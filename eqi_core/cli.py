@@ -292,7 +292,8 @@ def evaluate(
         typer.echo(f"# {name} on {c.name}: {len(eff.per_query):,} judged queries; mean {means}; "
                    f"{eff.share_failed():.1%} score nDCG@10 = 0")
         if len(listed):
-            typer.echo(f"# the {len(listed)} it fails hardest (gold rank -: not in its top {eff.depth})")
+            typer.echo(f"# the {len(listed)} it fails hardest (gold rank: ties broken as the measures break them, "
+                       f"score then passage id descending; -: not in its top {eff.depth})")
             shown = listed.assign(**{"gold rank": ["-" if r != r else int(r) for r in listed["gold rank"]],
                                      "query": listed["query"].str.slice(0, 60)})
             typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -270,7 +270,8 @@ def where_the_ranker_fails() -> None:
                              column_order=["query", *MEASURES, "gold rank", "gold passage", "query_id"],
                              column_config={m: st.column_config.NumberColumn(format="%.3f", width=70) for m in MEASURES} | {
                                  "gold rank": st.column_config.NumberColumn(format="%d", width=75, help=(
-                                     f"rank of the query's most relevant passage; > {eff.depth}: not in {name}'s top {eff.depth}"))})
+                                     f"rank of the query's most relevant passage, ties broken as its measures break them (trec_eval: score, "
+                                     f"then passage id descending); > {eff.depth}: not in {name}'s top {eff.depth}"))})
     rows = picked.selection.rows
     if rows:
         row = hardest.iloc[rows[0]]

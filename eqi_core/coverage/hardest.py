@@ -45,6 +45,20 @@ def gold_passages(collection: Collection) -> dict[str, str]:
     return {q: d for q, d in golds.items() if d is not None}
 
 
+def gold_ranks(run: Run, golds: dict[str, str]) -> dict[str, int]:
+    """The rank of each query's gold passage in ``run`` under trec_eval's tie-break (score desc, then doc_id
+    desc), the order its measures are computed in, so that a gold passage tied with another shows the rank
+    its RR@10 counts, not the file's; a gold passage the run does not list has no entry."""
+    frame = run.frame
+    wanted = pd.DataFrame({"query_id": list(golds), "gold": list(golds.values())})
+    found = frame.merge(wanted, left_on=["query_id", "doc_id"], right_on=["query_id", "gold"])
+    found = found.drop_duplicates("query_id")[["query_id", "gold", "score"]].rename(columns={"score": "gold_score"})
+    lists = frame[frame["query_id"].isin(found["query_id"])].merge(found, on="query_id")
+    ahead = (lists["score"] > lists["gold_score"]) | ((lists["score"] == lists["gold_score"]) & (lists["doc_id"] > lists["gold"]))
+    counts = ahead.groupby(lists["query_id"]).sum()
+    return {str(q): int(n) + 1 for q, n in counts.items()}
+
+
 def check_judged(collection: Collection) -> None:
     """One line before any work when the collection judges no passage relevant."""
     if collection.qrels is None or not (collection.qrels["relevance"] > 0).any():
@@ -67,11 +81,9 @@ def ranker_effectiveness(run: Run, collection: Collection, name: str | None = No
     frame = pd.DataFrame(columns)
     frame.index = frame.index.astype(str)
     gold = gold_passages(collection)
-    ranks = run.frame.astype({"query_id": str, "doc_id": str}).set_index(["query_id", "doc_id"])["rank"]
-    ranks = ranks[~ranks.index.duplicated()]
+    ranks = gold_ranks(run, {q: gold[q] for q in frame.index if q in gold})
     frame["gold passage"] = [gold.get(q) for q in frame.index]
-    frame["gold rank"] = [float(ranks.get((q, d), np.nan)) if d is not None else np.nan
-                          for q, d in zip(frame.index, frame["gold passage"])]
+    frame["gold rank"] = [float(ranks.get(q, np.nan)) for q in frame.index]
     texts = collection.query_text
     frame.insert(0, "query", [texts.get(q, "") for q in frame.index])
     frame = frame.rename_axis("query_id").reset_index()

@@ -66,3 +66,16 @@ def test_among_equal_measures_a_gold_passage_nowhere_comes_before_one_found_deep
     assert rows.at["q1", "nDCG@10"] == 0 and rows.at["q1", "gold rank"] == 11 and rows.at["q1", "R@100"] == 0.5
     order = list(rows.index)
     assert order.index("q1") == 2  # q2 and q3 (golds nowhere) first, in their shuffled order; then q1
+
+
+def test_a_gold_passage_tied_with_another_ranks_where_its_measures_count_it():
+    """trec_eval breaks a score tie by doc_id descending, so a gold passage listed before a tied one in
+    the file counts after it: the gold rank is the one its measures count (q2's RR@10 0.5, rank 2), not
+    the file's (1)."""
+    run = Run("r", pd.DataFrame({"query_id": ["q1", "q1", "q1", "q2", "q2"], "doc_id": ["a", "b", "x", "x", "c"],
+                                 "rank": [1, 2, 3, 1, 2], "score": [1.0, 1.0, 3.0, 0.5, 0.5]}))
+    rows = ranker_effectiveness(run, C).per_query.set_index("query_id")
+    # q1: x (3.0) first; a and b tied at 1.0, b (grade 1) before a (gold, grade 2); q2: x and c tied, x first
+    assert rows.at["q1", "RR@10"] == 0.5 and rows.at["q1", "gold rank"] == 3
+    assert rows.at["q2", "RR@10"] == 0.5 and rows.at["q2", "gold rank"] == 2
+    assert math.isnan(rows.at["q3", "gold rank"])
