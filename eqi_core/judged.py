@@ -43,10 +43,13 @@ def judged_search(collection: Collection, ranker, query: str, k: int) -> JudgedR
 
 def judge_results(collection: Collection, query: str, run: Run, k: int) -> JudgedResults:
     """Attach judged grades to a single-query run's top ``k`` and score the whole run against the
-    qrels: nDCG@10, RR@10 (both on the run's top 10, which may be deeper than ``k``) and R@k."""
+    qrels: nDCG@10, RR@10 (both on the run's top 10, which may be deeper than ``k``) and R@k. Listed in
+    the order the measures count (trec_eval's: score, then passage id descending), so that a result
+    tied on score with another shows the rank its grade is scored at (BM25 ties often on WordNet's
+    short glosses), as the Ranker coverage drill-down lists them."""
     qid = collection.find_query(query)
     grades = collection.judgments.get(qid, {}) if qid else {}
-    ranking = run.frame.sort_values("rank", kind="stable")
+    ranking = run.trec_eval_order().frame
     frame = ranking[ranking["rank"] <= k].copy()
     frame["grade"] = frame["doc_id"].map(grades)
     texts = collection.passages.set_index("doc_id")["text"]
@@ -60,7 +63,9 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
     measures: dict[str, float] = {}
     if relevant:
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
-        scored = [ir_measures.ScoredDoc(qid, d, float(s)) for d, s in zip(ranking["doc_id"], ranking["score"])]
+        # strictly decreasing scores in that order: ir_measures' RR@k (the MS MARCO script) breaks score ties
+        # by passage id ascending, the opposite of trec_eval, and would score a tie its own way
+        scored = [ir_measures.ScoredDoc(qid, d, -float(i)) for i, d in enumerate(ranking["doc_id"])]
         wanted = [ir_measures.nDCG @ 10, ir_measures.RR @ 10, ir_measures.R @ k]
         values = ir_measures.calc_aggregate(wanted, qrels, scored)  # a dict in no fixed order
         measures = {str(m): float(values[m]) for m in wanted}  # shown in this order

@@ -77,7 +77,7 @@ class MetricMatrix:
 def _trec_eval_top(frame: pd.DataFrame, depth: int | None) -> pd.DataFrame:
     """The run in trec_eval's order (score desc, doc_id desc), cut to ``depth``, with scores replaced
     by strictly decreasing values: every ir_measures provider then ranks exactly as trec_eval does
-    (ir_measures' default for RR@k, the MS MARCO script, would otherwise keep the input order on ties)."""
+    (ir_measures' default for RR@k, the MS MARCO script, would otherwise break ties by doc_id ascending)."""
     df = frame[["query_id", "doc_id", "score"]]
     df = df.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable")
     if depth is not None:

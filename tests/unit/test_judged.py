@@ -42,6 +42,21 @@ def test_fewer_results_shown_than_scored(tiny, store):
     assert two.measures["R@2"] == pytest.approx(sum(1 for g in grades[:2] if g > 0) / n_relevant)
 
 
+def test_tied_results_are_listed_as_their_measures_count_them(tiny):
+    """A ranker that lists a tie in another order (BM25 on WordNet's short glosses) is shown in trec_eval's
+    (score, then passage id descending), so each result's rank is the one its grade is scored at: the
+    relevant d1, listed first but tied with the unjudged d9, counts second (RR@10 0.5) and shows second."""
+    import pandas as pd
+
+    from eqi_core.runs import Run
+
+    run = Run("r", pd.DataFrame({"query_id": ["x"] * 3, "doc_id": ["d1", "d9", "d2"], "rank": [1, 2, 3],
+                                 "score": [2.0, 2.0, 1.0]}))
+    j = judge_results(tiny, "river bank", run, 3)
+    assert j.results["doc_id"].tolist() == ["d9", "d1", "d2"] and j.results["rank"].tolist() == [1, 2, 3]
+    assert j.measures["RR@10"] == 0.5 and j.results.at[1, "grade"] == 2
+
+
 def test_unlogged_query_has_no_measures(tiny, store):
     ranker = build_ranker("bm25", tiny, store)
     j = judge_results(tiny, "piano hammers", ranker.search(["piano hammers"], k=3), 3)
