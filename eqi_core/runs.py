@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import line_of_row, read_columns, read_text
+from eqi_core.loaders.text_files import inner_suffix, line_of_row, read_columns, read_text
 from eqi_core.store import atomic_path
 
 RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
@@ -139,7 +139,7 @@ def read_trec_run(path: str | Path, name: str | None = None, data: bytes | None 
             f"{df['query_id'].iloc[row]!r}; expected each document once per query"
         )
     tags = df["tag"].unique()
-    run_name = name or (str(tags[0]) if len(tags) == 1 else path.stem)
+    run_name = name or (str(tags[0]) if len(tags) == 1 else path.name.split(".")[0])
     # Ranks as written may be inconsistent with scores; keep the file's order but renumber 1..n.
     df = df.sort_values(["query_id", "rank"], kind="stable")
     df["rank"] = df.groupby("query_id").cumcount() + 1
@@ -157,10 +157,11 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
     ``qid, docid, rank[, score]`` (a header naming them, or those columns in that order). Without
     scores, a score of -rank keeps the order. Bad values and repeated documents name the row."""
     path = Path(path)
-    if path.suffix.lower() not in TABLE_SUFFIXES:
+    suffix = inner_suffix(path)
+    if suffix not in TABLE_SUFFIXES:
         return read_trec_run(path, name, data)
     label = name or path.name.split(".")[0]
-    if path.suffix.lower() == ".parquet":
+    if suffix == ".parquet":
         import io
 
         try:
@@ -175,7 +176,7 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
         text = read_text(path, data, "a result log (qid, docid, rank[, score] rows)")
         if not text.strip():
             raise DataError(f"{path}: the file is empty; expected qid, docid, rank[, score] rows")
-        sep = "," if path.suffix.lower() == ".csv" else "\t"
+        sep = "," if suffix == ".csv" else "\t"
         head = [h.strip().lower() for h in text.split("\n", 1)[0].split(sep)]
         has_header = all(h in _COLUMN_NAMES for h in head)
         df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, header=0 if has_header else None, keep_default_na=False,

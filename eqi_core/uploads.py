@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from eqi_core.errors import DataError
+from eqi_core.loaders.text_files import gunzipped, inner_suffix
 from eqi_core.store import ArtifactStore, content_digest, params_key
 
 KIND = "upload"
@@ -65,7 +66,7 @@ def store_beir_zip(store: ArtifactStore, filename: str, data: bytes) -> str:
 
 def _passages_jsonl(filename: str, data: bytes) -> bytes:
     """Passages as BEIR corpus lines: JSONL as it is (checked by the loader), CSV/TSV with id and text columns."""
-    suffix = Path(filename).suffix.lower()
+    data, suffix = gunzipped(filename, data), inner_suffix(filename)
     if suffix == ".jsonl":
         return data
     if suffix not in (".csv", ".tsv"):

@@ -65,7 +65,7 @@ def rankings_source(collection, ranker_id: str) -> str:
                  else f"Result log: {logs[p]}",
                  help="A system's result log is a black box's rankings: its file decides who sees what.")
         up = st.file_uploader("Upload a result log: TREC run, or TSV/CSV/Parquet (qid, docid, rank[, score]) over this "
-                              "collection's queries", type=["trec", "run", "txt", "tsv", "csv", "parquet"], key="exp_log_upload")
+                              "collection's queries", type=["trec", "run", "txt", "tsv", "csv", "parquet", "gz"], key="exp_log_upload")
         if up is not None and st.button("Use this result log", key="exp_log_add"):
             try:
                 path = store_result_log(get_store(), up.name, up.getvalue())

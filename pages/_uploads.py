@@ -36,10 +36,10 @@ def add_your_data(current_spec: str) -> None:
         with files:
             label = st.text_input("Name", key="up_label", placeholder="my collection")
             passages = st.file_uploader("Passages: JSONL (_id, text[, title]) or CSV/TSV (id, text[, title])",
-                                        type=["jsonl", "csv", "tsv"], key="up_passages")
-            queries = st.file_uploader("Query log: TSV (qid, text[, count]), CSV or JSONL", type=["tsv", "txt", "csv", "jsonl"],
+                                        type=["jsonl", "csv", "tsv", "gz"], key="up_passages")
+            queries = st.file_uploader("Query log: TSV (qid, text[, count]), CSV or JSONL", type=["tsv", "txt", "csv", "jsonl", "gz"],
                                        key="up_queries")
-            qrels = st.file_uploader("Qrels (optional): TREC (qid iter docid rel) or TSV", type=["txt", "tsv", "qrels"],
+            qrels = st.file_uploader("Qrels (optional): TREC (qid iter docid rel) or TSV", type=["txt", "tsv", "qrels", "gz"],
                                      key="up_qrels")
             if passages is not None and queries is not None and st.button("Add the collection", key="up_files_add",
                                                                           type="primary"):
@@ -53,7 +53,7 @@ def add_your_data(current_spec: str) -> None:
         with log:
             st.caption("Search this collection's passages with another system's queries, e.g. the MS MARCO log over "
                        "the TREC DL 2019 passages. A count column weights exposure and retrievability.")
-            up_log = st.file_uploader("Query log: TSV (qid, text[, count]), CSV or JSONL", type=["tsv", "txt", "csv", "jsonl"],
+            up_log = st.file_uploader("Query log: TSV (qid, text[, count]), CSV or JSONL", type=["tsv", "txt", "csv", "jsonl", "gz"],
                                       key="up_log")
             if up_log is not None and st.button("Use this log", key="up_log_add", type="primary"):
                 try:

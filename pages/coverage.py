@@ -99,9 +99,9 @@ with st.container(border=True):
     chosen_files = c1.multiselect("Run files beside the collection", [str(p) for p in beside],
                                   default=[str(p) for p in beside], key="cov_files",
                                   format_func=lambda p: p.rsplit("/", 1)[-1]) if beside else []
-    uploads = c2.file_uploader("Upload TREC run files", type=["trec", "run", "txt", "tsv"], accept_multiple_files=True,
+    uploads = c2.file_uploader("Upload TREC run files", type=["trec", "run", "txt", "tsv", "gz"], accept_multiple_files=True,
                                key="cov_uploads", help="qid Q0 docid rank score tag, one file per ranker")
-    qrels_upload = c2.file_uploader("Qrels (optional; default: the collection's)", type=["txt", "tsv", "qrels"],
+    qrels_upload = c2.file_uploader("Qrels (optional; default: the collection's)", type=["txt", "tsv", "qrels", "gz"],
                                     key="cov_qrels")
 
 try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
+from eqi_core.loaders.text_files import inner_suffix
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers import build_ranker, run_all_queries
 from eqi_core.runs import Run, read_trec_run
@@ -15,10 +16,11 @@ from eqi_core.store import ArtifactStore
 
 
 def run_files_beside(collection: Collection) -> list[Path]:
-    """TREC run files in a ``runs/`` folder of a file-based collection (as trec-dl19-passage has)."""
+    """TREC run files in a ``runs/`` folder of a file-based collection (as trec-dl19-passage has),
+    gzip-compressed or not."""
     source = collection.source.split(":", 1)[-1].split("#")[0]
     folder = Path(source) / "runs"
-    return sorted(p for p in folder.glob("*") if p.suffix in (".trec", ".run", ".txt")) if folder.is_dir() else []
+    return sorted(p for p in folder.glob("*") if inner_suffix(p) in (".trec", ".run", ".txt")) if folder.is_dir() else []
 
 
 def run_name(path: Path) -> str:

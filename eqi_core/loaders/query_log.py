@@ -16,7 +16,7 @@ import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import iter_jsonl, read_text
+from eqi_core.loaders.text_files import inner_suffix, iter_jsonl, read_text
 
 QUERY_LOG_FILE = "a query log (qid<TAB>text[<TAB>count], CSV or JSONL)"
 _ID = ("qid", "query_id", "query-id", "_id", "id")
@@ -42,7 +42,7 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     text = read_text(path, data, QUERY_LOG_FILE)
     if not text.strip():
         raise DataError(f"{path}: the query log is empty; expected one query per line")
-    suffix = path.suffix.lower()
+    suffix = inner_suffix(path)
     if suffix == ".jsonl":
         rows = [obj for _, obj in iter_jsonl(path, text.encode())]
         frame, first_row = _columns(pd.DataFrame(rows), path), 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,10 +22,37 @@ def require_file(path: str | Path, what: str) -> Path:
     return path
 
 
+MAX_GUNZIPPED = 4 << 30  # 4 GiB, as for a BEIR zip's members
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzipped(path: str | Path, raw: bytes) -> bytes:
+    """``raw`` itself, or its gzip-decompressed bytes when it is gzip (runs and qrels are often shipped
+    as ``.gz``); a damaged stream, or one that expands past 4 GiB, is one line."""
+    if not raw.startswith(GZIP_MAGIC):
+        return raw
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(raw, MAX_GUNZIPPED + 1)
+    except zlib.error as exc:
+        raise DataError(f"{path}: a damaged gzip file ({exc}); expected gzip-compressed or plain text") from None
+    if len(out) > MAX_GUNZIPPED:
+        raise DataError(f"{path}: expands past {MAX_GUNZIPPED >> 30} GiB when decompressed; larger than expected")
+    if not inflate.eof:
+        raise DataError(f"{path}: a truncated gzip file; expected gzip-compressed or plain text")
+    return out
+
+
+def inner_suffix(path: str | Path) -> str:
+    """The file's format suffix, lower case, looking through a final ``.gz`` (``log.tsv.gz`` -> ``.tsv``)."""
+    path = Path(path)
+    return (path.with_suffix("") if path.suffix.lower() == ".gz" else path).suffix.lower()
+
+
 def read_text(path: str | Path, data: bytes | None = None, what: str = "a UTF-8 text file") -> str:
-    """Decode a file as UTF-8 (BOM allowed); invalid bytes are reported with their line, a missing
-    file or a folder in one line saying what was expected."""
-    raw = data if data is not None else require_file(path, what).read_bytes()
+    """Decode a file (or its gzip) as UTF-8 (BOM allowed); invalid bytes are reported with their line, a
+    missing file or a folder in one line saying what was expected."""
+    raw = gunzipped(path, data if data is not None else require_file(path, what).read_bytes())
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -297,3 +297,30 @@ def test_a_large_collections_mis_decoded_share_is_estimated_from_a_seeded_sample
     n, looked = coll.mis_decoded
     assert looked == 10 and n == sum(t != "plain" for t in coll.passages.sample(10, random_state=0)["text"])
     assert coll.mis_decoded_note().startswith(f"about {n / 10:.0%} of the passages (in a seeded sample of 10 of 120)")
+
+
+def test_gzip_compressed_runs_qrels_and_query_logs_read_as_their_text(tmp_path):
+    """TREC runs and qrels are often shipped as .gz: read through, the inner suffix choosing the format;
+    a damaged or truncated gzip is one line."""
+    import gzip
+
+    from eqi_core.loaders.query_log import read_query_log
+    from eqi_core.runs import read_run
+
+    run_text = "q1 Q0 d1 1 2.0 sys\nq1 Q0 d2 2 1.0 sys\n"
+    (tmp_path / "r.trec.gz").write_bytes(gzip.compress(run_text.encode()))
+    (tmp_path / "r.trec").write_text(run_text, encoding="utf-8")
+    pd.testing.assert_frame_equal(read_run(tmp_path / "r.trec.gz").frame, read_run(tmp_path / "r.trec").frame)
+    (tmp_path / "r.csv.gz").write_bytes(gzip.compress(b"qid,docid,rank\nq1,d2,1\nq1,d1,2\n"))
+    assert read_run(tmp_path / "r.csv.gz").frame["doc_id"].tolist() == ["d2", "d1"]  # the CSV reader, not TREC's
+    (tmp_path / "q.qrels.gz").write_bytes(gzip.compress(b"q1 0 d1 2\n"))
+    assert read_qrels(tmp_path / "q.qrels.gz").values.tolist() == [["q1", "d1", 2]]
+    (tmp_path / "log.jsonl.gz").write_bytes(gzip.compress(b'{"_id": "a", "text": "river bank"}\n'))
+    assert read_query_log(tmp_path / "log.jsonl.gz")["text"].tolist() == ["river bank"]
+    whole = gzip.compress(run_text.encode())
+    (tmp_path / "cut.trec.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataError, match=r"cut.trec.gz: a truncated gzip file"):
+        read_run(tmp_path / "cut.trec.gz")
+    (tmp_path / "bad.trec.gz").write_bytes(b"\x1f\x8bnot deflate at all")
+    with pytest.raises(DataError, match=r"bad.trec.gz: a damaged gzip file"):
+        read_run(tmp_path / "bad.trec.gz")

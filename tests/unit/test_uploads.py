@@ -59,3 +59,16 @@ def test_logs_are_stored_for_specs_and_run_ids(store, tmp_path):
     assert c.query_weights.tolist() == [2.0] and log.name == "my_log.tsv"
     run = store_result_log(store, "sys.trec", b"a1 Q0 d1 1 2.0 sys\n")
     assert run.is_file() and sorted(u["what"] for u in list_uploads(store)) == ["query-log", "result-log"]
+
+
+def test_gzip_compressed_uploads_are_read_through(store):
+    """A .gz upload (passages, query log, qrels, result log) is read as the file inside it."""
+    import gzip
+
+    spec = store_collection_files(store, "gz data", ("passages.csv.gz", gzip.compress(b"id,text\np1,a bank of a river\n")),
+                                  ("log.tsv.gz", gzip.compress(b"q1\triver bank\n")), ("qrels.txt.gz", gzip.compress(b"q1 0 p1 1\n")))
+    c = load_collection(spec)
+    assert c.passages["doc_id"].tolist() == ["p1"] and c.judgments["q1"] == {"p1": 1}
+    from eqi_core.runs import read_run
+
+    assert len(read_run(store_result_log(store, "sys.trec.gz", gzip.compress(b"q1 Q0 p1 1 2.0 sys\n")))) == 1
