@@ -796,7 +796,9 @@ def eval_exposure(
     if n_dq is None:
         n_dq = default_n_dq(len(setup.collection.queries))
         if n_dq != 100:
-            typer.echo(f"note: n_d->q = {n_dq}: a tenth of the log's {len(setup.collection.queries):,} queries", err=True)
+            n_log = len(setup.collection.queries)
+            typer.echo(f"note: n_d->q = {n_dq}: a tenth of the log's {n_log:,} queries{', at least 1' if n_log < 10 else ''}",
+                       err=True)
     _warn_degenerate(setup, setup.depth, n_dq)
     config = TrainingConfig(n_dq=n_dq, steps=steps)
     res = cached_table2(setup, n_test, n_dq, config, tqdm_progress("training", "step"))

@@ -94,7 +94,7 @@ def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int) -
         out.append(f"n_d->q = {n_dq} lists {min(1.0, n_dq / max(n_queries, 1)):.0%} of the log's {n_queries:,} queries: "
                    "a method listing that many finds nearly every exposing query, so RELQ with a patient EQI user "
                    f"(e.g. RELQ_RBP,RBP(1,1)) is trivially near 1; use n_d->q <= {default_n_dq(n_queries)} (a tenth of the log)")
-    elif n_dq > n_queries // 10:
+    elif n_dq > default_n_dq(n_queries):  # a log under 10 queries: 1 is the least there is, nothing to warn of
         out.append(f"n_d->q = {n_dq} is more than a tenth of the log's {n_queries:,} queries: differences between "
                    "methods shrink as the lists cover the log")
     if n_qd >= n_passages:

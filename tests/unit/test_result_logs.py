@@ -102,6 +102,9 @@ def test_small_log_warnings_and_default():
     assert any("lists 89% of the log's 112 queries" in w and "trivially near 1" in w for w in warnings)
     assert degenerate_settings(13_013, 20_001, 100, 100) == []
     assert any("every query exposes every passage" in w for w in degenerate_settings(50, 12, 100, 5))
+    assert any("more than a tenth" in w for w in degenerate_settings(112, 1460, 100, 12))
+    assert degenerate_settings(112, 1460, 100, 11) == []  # the default for 112 queries: nothing to warn of
+    assert degenerate_settings(4, 1460, 100, 1) == []  # under 10 queries, 1 is the least a list can hold
 
 
 def test_a_small_log_is_said_with_where_a_real_one_is(tmp_path, monkeypatch):
