@@ -147,7 +147,9 @@ def beside_columns(results) -> list[str]:
 def search_columns(results) -> dict:
     """A search's result table: narrow numbers, so the passage gets the width; with a comparison, the
     other ranker's rank of each passage ("—": not in its top k)."""
-    return {"rank": st.column_config.NumberColumn("rank", width=50),
+    return {"rank": st.column_config.NumberColumn("rank", width=50, help=(
+                "Equal scores in the order the measures count them (trec_eval's: passage id descending); the "
+                "Exposure page's ranks keep the ranker's own order of a tie (passage index)")),
             "judgment": st.column_config.TextColumn("judged", width=90, help="relevance grade in the qrels"),
             "score": st.column_config.NumberColumn("score", format="%.4f", width=75),
             "doc_id": st.column_config.TextColumn("doc_id", width=110),
