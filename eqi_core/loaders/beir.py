@@ -12,7 +12,7 @@ import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import check_id, iter_jsonl
+from eqi_core.loaders.text_files import check_id, gunzipped, iter_jsonl
 from eqi_core.loaders.trec import read_qrels
 
 MAX_UNCOMPRESSED = 4 << 30  # 4 GiB
@@ -20,7 +20,8 @@ MAX_RATIO = 200  # uncompressed / compressed, per member
 
 
 def is_beir_dir(path: Path) -> bool:
-    return (path / "corpus.jsonl").is_file() and (path / "queries.jsonl").is_file()
+    """A folder in the BEIR layout, its files plain or gzip-compressed (``corpus.jsonl.gz``)."""
+    return all((path / name).is_file() or (path / f"{name}.gz").is_file() for name in ("corpus.jsonl", "queries.jsonl"))
 
 
 class _Source:
@@ -56,20 +57,25 @@ class _Source:
                 self.members = {m[len(top):]: v for m, v in self.members.items() if m.startswith(top)}
         else:
             raise DataError(f"{path}: not a folder or a zip file; expected a BEIR collection")
+        # a gzip-compressed member (corpus.jsonl.gz, qrels/test.tsv.gz) stands for its plain name, read through
+        self.gzipped = {m[:-3] for m in self.members if m.endswith(".gz") and m[:-3] not in self.members}
+        self.members.update({m: self.members[f"{m}.gz"] for m in self.gzipped})
         for needed in ("corpus.jsonl", "queries.jsonl"):
             if needed not in self.members:
                 raise DataError(f"{path}: no {needed}; expected the BEIR layout (corpus.jsonl, queries.jsonl, qrels/*.tsv)")
 
     def read(self, name: str) -> bytes:
         if self.zip is None:
-            return Path(self.members[name]).read_bytes()
-        with self.zip.open(self.members[name]) as fh:
-            data = fh.read(MAX_UNCOMPRESSED + 1)
-        if len(data) > MAX_UNCOMPRESSED:
-            raise DataError(f"{self.path}: {name} is larger than expected")
-        return data
+            data = Path(self.members[name]).read_bytes()
+        else:
+            with self.zip.open(self.members[name]) as fh:
+                data = fh.read(MAX_UNCOMPRESSED + 1)
+            if len(data) > MAX_UNCOMPRESSED:
+                raise DataError(f"{self.path}: {name} is larger than expected")
+        return gunzipped(self.label(name), data) if name in self.gzipped else data
 
     def label(self, name: str) -> str:
+        name = f"{name}.gz" if name in self.gzipped else name
         return f"{self.path}/{name}" if self.zip is None else f"{self.path}!{name}"
 
     def splits(self) -> list[str]:

@@ -91,7 +91,7 @@ def _signature(spec: CollectionSpec) -> dict:
     if spec.kind == "irds":
         return {"id": spec.location}
     p = Path(spec.location)
-    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in (".jsonl", ".tsv", ".txt", ".zip"))
+    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in (".jsonl", ".tsv", ".txt", ".zip", ".gz"))
     return {"files": {str(f): [f.stat().st_size, int(f.stat().st_mtime)] for f in files}}
 
 

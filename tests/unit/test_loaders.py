@@ -49,6 +49,32 @@ def test_beir_zip_with_top_folder(tmp_path, tiny):
     assert c.fingerprint == tiny.fingerprint
 
 
+def test_beir_files_gzip_compressed_in_a_folder_or_a_zip(tmp_path, tiny, store):
+    """corpus.jsonl.gz, queries.jsonl.gz and qrels/test.tsv.gz stand for their plain names; the store's
+    cached copy follows a change to a .gz file; a damaged one is one line naming it."""
+    import gzip
+
+    folder = tmp_path / "gz"
+    for f in TINY_BEIR.rglob("*"):
+        if f.is_file():
+            target = folder / f"{f.relative_to(TINY_BEIR)}.gz"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(gzip.compress(f.read_bytes()))
+    assert load_collection(str(folder)).fingerprint == tiny.fingerprint  # a bare path: detected as BEIR
+    z = tmp_path / "gz.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in folder.rglob("*"):
+            zf.write(f, f"gz/{f.relative_to(folder)}")
+    assert load_collection(f"beir:{z}").judgments == tiny.judgments
+    assert len(load_collection(f"beir:{folder}", store).queries) == 5
+    queries = gzip.decompress((folder / "queries.jsonl.gz").read_bytes()) + b'{"_id": "q9", "text": "one more"}\n'
+    (folder / "queries.jsonl.gz").write_bytes(gzip.compress(queries))
+    assert len(load_collection(f"beir:{folder}", store).queries) == 6  # not the cached five
+    (folder / "queries.jsonl.gz").write_bytes(gzip.compress(queries)[:20])
+    with pytest.raises(DataError, match=r"queries.jsonl.gz: a truncated gzip file"):
+        load_beir(folder)
+
+
 def test_zip_with_path_traversal_is_refused(tmp_path):
     z = tmp_path / "evil.zip"
     with zipfile.ZipFile(z, "w") as zf:
