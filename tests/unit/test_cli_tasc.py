@@ -147,3 +147,27 @@ def test_a_wrong_figure_format_is_one_line_before_any_work(files, tmp_path, monk
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and err == "error: --figure-formats: 'tiff' is not one of png, svg, jpg, jpeg, webp, pdf"
     assert not out.exists()
+
+
+def test_gzip_compressed_runs_upload_and_sit_beside_a_collection(files, tmp_path):
+    """bm25.trec.gz reads as bm25.trec: uploaded, named by its first name part, and listed in a
+    collection's runs/ folder beside plain run files."""
+    import gzip
+    import shutil
+
+    import pandas as pd
+
+    from eqi_core.coverage.sources import load_uploaded_runs, run_files_beside
+    from eqi_core.loaders import load_collection
+    from tests.conftest import TINY_BEIR
+
+    plain = (files / "old.trec").read_bytes()
+    runs = load_uploaded_runs([("old.trec.gz", gzip.compress(plain))])
+    pd.testing.assert_frame_equal(runs["old"].frame, load_uploaded_runs([("old.trec", plain)])["old"].frame)
+    folder = tmp_path / "beir"
+    shutil.copytree(TINY_BEIR, folder)
+    (folder / "runs").mkdir()
+    (folder / "runs" / "a.trec").write_bytes(plain)
+    (folder / "runs" / "b.trec.gz").write_bytes(gzip.compress(plain))
+    (folder / "runs" / "notes.md").write_text("not a run", encoding="utf-8")
+    assert [p.name for p in run_files_beside(load_collection(f"beir:{folder}"))] == ["a.trec", "b.trec.gz"]
