@@ -62,10 +62,12 @@ def judge_results(collection: Collection, query: str, run: Run, k: int) -> Judge
                            "text": [shown_text(collection.display_text(d)) for d in missed_ids]})
     measures: dict[str, float] = {}
     if relevant:
+        from eqi_core.coverage.per_query import as_run_dict, trec_eval_top
+
         qrels = [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
-        # strictly decreasing scores in that order: ir_measures' RR@k (the MS MARCO script) breaks score ties
-        # by passage id ascending, the opposite of trec_eval, and would score a tie its own way
-        scored = [ir_measures.ScoredDoc(qid, d, -float(i)) for i, d in enumerate(ranking["doc_id"])]
+        # scored as the Ranker coverage page scores runs: every measure in trec_eval's order (ir_measures'
+        # RR@k, the MS MARCO script, would break a score tie by passage id ascending, the other way)
+        scored = as_run_dict(trec_eval_top(ranking.assign(query_id=qid), None))
         wanted = [ir_measures.nDCG @ 10, ir_measures.RR @ 10, ir_measures.R @ k]
         values = ir_measures.calc_aggregate(wanted, qrels, scored)  # a dict in no fixed order
         measures = {str(m): float(values[m]) for m in wanted}  # shown in this order

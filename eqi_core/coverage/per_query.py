@@ -74,7 +74,7 @@ class MetricMatrix:
         return self.values.index[(self.values[ranker] > 0) & (others <= 0).all(axis=1)]
 
 
-def _trec_eval_top(frame: pd.DataFrame, depth: int | None) -> pd.DataFrame:
+def trec_eval_top(frame: pd.DataFrame, depth: int | None) -> pd.DataFrame:
     """The run in trec_eval's order (score desc, doc_id desc), cut to ``depth``, with scores replaced
     by strictly decreasing values: every ir_measures provider then ranks exactly as trec_eval does
     (ir_measures' default for RR@k, the MS MARCO script, would otherwise break ties by doc_id ascending)."""
@@ -86,7 +86,7 @@ def _trec_eval_top(frame: pd.DataFrame, depth: int | None) -> pd.DataFrame:
     return df.assign(score=-position.astype("float64"))
 
 
-def _as_run(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+def as_run_dict(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
     """``{query_id: {doc_id: score}}``, the form ir_measures evaluates without converting a frame
     row by row (its own conversion iterates pandas' Arrow strings, 3 of the 4 s for WordNet's 13k
     queries x 100)."""
@@ -137,13 +137,13 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
             outside.setdefault(unknown, []).append(name)
         frame = run.frame[in_q]
         values = pd.Series(0.0, index=queries)
-        scored = {r.query_id: r.value for r in evaluator.iter_calc(_as_run(_trec_eval_top(frame, depth))) if r.query_id in queries}
+        scored = {r.query_id: r.value for r in evaluator.iter_calc(as_run_dict(trec_eval_top(frame, depth))) if r.query_id in queries}
         values.loc[list(scored)] = list(scored.values())
         missing = len(queries) - frame["query_id"].nunique()
         if missing:
             notes.append(f"run {name!r}: {missing:,} of {len(queries):,} queries in Q have no results: scored 0")
         if run.tied_groups():
-            by_file = {r.query_id: r.value for r in evaluator.iter_calc(_as_run(_trec_eval_top(_file_order_scores(frame), depth)))
+            by_file = {r.query_id: r.value for r in evaluator.iter_calc(as_run_dict(trec_eval_top(_file_order_scores(frame), depth)))
                        if r.query_id in queries}
             file_mean = (sum(by_file.values())) / len(queries)
             if not np.isclose(file_mean, values.mean(), atol=5e-5):
