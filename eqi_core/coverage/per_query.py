@@ -122,6 +122,7 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
         notes.append(f"{no_relevant} judged queries have no relevant document: left out of Q (no ranker can score on them)")
     evaluator = ir_measures.evaluator([m], qrels)
     depth = measure_cutoff(m)
+    judged_docs = pd.Index(qrels["doc_id"].unique())
     columns = {}
     outside: dict[int, list[str]] = {}  # queries a run answers outside Q -> the runs (one note per count)
     for name, run in runs.items():
@@ -136,6 +137,10 @@ def compute_matrix(runs: dict[str, Run], qrels, measure: str) -> MetricMatrix:
         if unknown:
             outside.setdefault(unknown, []).append(name)
         frame = run.frame[in_q]
+        if not frame["doc_id"].isin(judged_docs).any():  # a run of another collection's ids: all 0, and why
+            notes.append(f"run {name!r}: none of the {frame['doc_id'].nunique():,} documents it returns for the judged "
+                         f"queries is judged (e.g. {frame['doc_id'].iloc[0]!r}), so it scores 0 on every query; "
+                         "expected the qrels' document ids")
         values = pd.Series(0.0, index=queries)
         scored = {r.query_id: r.value for r in evaluator.iter_calc(as_run_dict(trec_eval_top(frame, depth))) if r.query_id in queries}
         values.loc[list(scored)] = list(scored.values())

@@ -45,6 +45,17 @@ def test_queries_outside_q_are_one_note_per_count_not_per_run():
         "run 'r5': 1 query is not in Q (unjudged or without relevant documents): ignored"]
 
 
+def test_a_run_of_other_document_ids_scores_zero_with_a_note_saying_why():
+    """Right query ids, wrong document ids (another collection's, or prefixed): every query scores 0,
+    which a table alone would show as a dreadful ranker; a note names the cause."""
+    other = run("other", [("q1", "X1", 1, 2.0), ("q2", "X2", 1, 1.0)])
+    m = compute_matrix({"other": other, "r1": R1}, QRELS, "nDCG@10")
+    assert m.values["other"].tolist() == [0.0, 0.0, 0.0]
+    assert [n for n in m.notes if "is judged" in n] == [
+        "run 'other': none of the 2 documents it returns for the judged queries is judged (e.g. 'X1'), so it scores "
+        "0 on every query; expected the qrels' document ids"]  # r1 returns judged documents: no note
+
+
 def test_trec_eval_names_and_cutoff_truncation_agree():
     full = compute_matrix({"r2": R2}, QRELS, "ndcg_cut_10")
     assert full.measure == "nDCG@10"
