@@ -59,6 +59,10 @@ def check_result_log(run: Run, collection: Collection, depth: int) -> list[str]:
     if not known_q.any():
         raise DataError(f"{run.meta.get('source', run.name)}: none of its {f['query_id'].nunique():,} queries is in the "
                         f"query log of {collection.name}; expected a run over the log's queries")
+    if not (known_q & known_d).any():
+        raise DataError(f"{run.meta.get('source', run.name)}: none of the {f.loc[known_q, 'doc_id'].nunique():,} passages it "
+                        f"returns for the log's queries is in {collection.name} (e.g. {f.loc[known_q, 'doc_id'].iloc[0]!r}); "
+                        "expected a run over the collection's passages")
     unknown_q = f.loc[~known_q, "query_id"].nunique()
     if unknown_q:
         notes.append(f"{unknown_q:,} of the run's {f['query_id'].nunique():,} queries {'is' if unknown_q == 1 else 'are'} not in the query "

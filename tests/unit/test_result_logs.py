@@ -70,6 +70,9 @@ def test_result_log_notes_and_errors(tiny, tmp_path):
     assert not any("not in the collection" in n for n in deeper)
     with pytest.raises(DataError, match="none of its 1 queries is in the query log"):
         check_result_log(Run("sys", frame[frame["query_id"] == "nope"]), tiny, depth=10)
+    other_ids = frame.assign(doc_id="X" + frame["doc_id"])  # another collection's passages: nothing to expose
+    with pytest.raises(DataError, match="none of the 3 passages it returns for the log's queries is in tiny_beir .e.g. 'Xd1'."):
+        check_result_log(Run("sys", other_ids), tiny, depth=10)
 
 
 @pytest.mark.parametrize("text,message", [
