@@ -183,6 +183,25 @@ def test_msmarco_tsv_with_trec_qrels(tmp_path):
     assert load_collection(str(tmp_path)).fingerprint == c.fingerprint
 
 
+def test_msmarco_files_gzip_compressed(tmp_path):
+    """collection.tsv.gz, queries.dev.tsv.gz and qrels.dev.tsv.gz read as their plain names; a bare path
+    is still detected as MS MARCO; a plain file wins over its gzip."""
+    import gzip
+
+    plain, gz = tmp_path / "plain", tmp_path / "gz"
+    plain.mkdir(), gz.mkdir()
+    files = {"collection.tsv": "0\tthe first passage\n1\tthe second passage\n", "queries.dev.tsv": "100\tfirst\n",
+             "queries.train.tsv": "200\tsecond\n", "qrels.dev.tsv": "100 0 0 1\n"}
+    for name, text in files.items():
+        (plain / name).write_text(text, encoding="utf-8")
+        (gz / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
+    c = load_collection(str(gz))
+    assert c.fingerprint == load_msmarco(plain).fingerprint and c.judgments == {"100": {"0": 1}}
+    assert load_msmarco(gz, "train").queries["query_id"].tolist() == ["200"]
+    (gz / "queries.dev.tsv").write_text("300\tthird\n", encoding="utf-8")
+    assert load_msmarco(gz).queries["query_id"].tolist() == ["300"]
+
+
 def test_msmarco_bad_line(tmp_path):
     (tmp_path / "collection.tsv").write_text("0\tfine\n1\n", encoding="utf-8")
     (tmp_path / "queries.dev.tsv").write_text("100\tq\n", encoding="utf-8")
