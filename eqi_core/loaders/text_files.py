@@ -31,16 +31,21 @@ def gunzipped(path: str | Path, raw: bytes) -> bytes:
     as ``.gz``); a damaged stream, or one that expands past 4 GiB, is one line."""
     if not raw.startswith(GZIP_MAGIC):
         return raw
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflate.decompress(raw, MAX_GUNZIPPED + 1)
-    except zlib.error as exc:
-        raise DataError(f"{path}: a damaged gzip file ({exc}); expected gzip-compressed or plain text") from None
-    if len(out) > MAX_GUNZIPPED:
-        raise DataError(f"{path}: expands past {MAX_GUNZIPPED >> 30} GiB when decompressed; larger than expected")
-    if not inflate.eof:
-        raise DataError(f"{path}: a truncated gzip file; expected gzip-compressed or plain text")
-    return out
+    parts, size, rest = [], 0, raw
+    while rest:  # member after member: `cat a.gz b.gz` is one valid gzip file
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            part = inflate.decompress(rest, MAX_GUNZIPPED + 1 - size)
+        except zlib.error as exc:
+            raise DataError(f"{path}: a damaged gzip file ({exc}); expected gzip-compressed or plain text") from None
+        size += len(part)
+        if size > MAX_GUNZIPPED:
+            raise DataError(f"{path}: expands past {MAX_GUNZIPPED >> 30} GiB when decompressed; larger than expected")
+        if not inflate.eof:
+            raise DataError(f"{path}: a truncated gzip file; expected gzip-compressed or plain text")
+        parts.append(part)
+        rest = inflate.unused_data
+    return b"".join(parts)
 
 
 def inner_suffix(path: str | Path) -> str:

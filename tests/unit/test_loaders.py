@@ -366,6 +366,9 @@ def test_gzip_compressed_runs_qrels_and_query_logs_read_as_their_text(tmp_path):
     (tmp_path / "cut.trec.gz").write_bytes(whole[: len(whole) // 2])
     with pytest.raises(DataError, match=r"cut.trec.gz: a truncated gzip file"):
         read_run(tmp_path / "cut.trec.gz")
+    halves = run_text.splitlines(keepends=True)
+    (tmp_path / "two.trec.gz").write_bytes(gzip.compress(halves[0].encode()) + gzip.compress(halves[1].encode()))
+    assert len(read_run(tmp_path / "two.trec.gz")) == 2  # `cat a.gz b.gz`: both members read
     (tmp_path / "bad.trec.gz").write_bytes(b"\x1f\x8bnot deflate at all")
     with pytest.raises(DataError, match=r"bad.trec.gz: a damaged gzip file"):
         read_run(tmp_path / "bad.trec.gz")
