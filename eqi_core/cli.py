@@ -443,7 +443,8 @@ def _warn_degenerate(setup, n_qd: int, n_dq: int) -> None:
     from eqi_core.exposure.setup import degenerate_settings, small_log_note
     from eqi_core.loaders.registry import web_log_for
 
-    for warning in degenerate_settings(len(setup.collection.queries), len(setup.collection.passages), n_qd, n_dq):
+    for warning in degenerate_settings(len(setup.collection.queries), len(setup.collection.passages), n_qd, n_dq,
+                                       setup.exposure.every_query_shows_every_passage()):
         typer.echo(f"warning: {warning}", err=True)
     real_log = web_log_for(setup.collection.source)
     note = small_log_note(len(setup.collection.queries), f"search these passages with the MS MARCO passage queries instead: "
@@ -786,7 +787,7 @@ def eval_exposure(
     figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
-    from eqi_core.exposure.evaluate import cached_table2, expanding_log, training_size_grid
+    from eqi_core.exposure.evaluate import UNDEFINED_TEST_NOTE, cached_table2, expanding_log, training_size_grid
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.setup import default_n_dq
     from eqi_core.figure_export import figure_formats as _formats
@@ -806,7 +807,9 @@ def eval_exposure(
                f"passages, n_d->q = {n_dq}")
     typer.echo(res["table"].to_string(float_format=lambda v: f"{v:.3f}"))
     typer.echo(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']}")
-    typer.echo(res["ttests"].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    typer.echo(res["ttests"].to_string(index=False, float_format=lambda v: f"{v:.3g}", na_rep="—"))
+    if res["ttests"]["p_one_tailed"].isna().any():
+        typer.echo(f"({UNDEFINED_TEST_NOTE})")
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
         res["table"].to_csv(output_dir / "table2.csv")

@@ -111,7 +111,8 @@ with link:
     left_out = "exp_doc" if source == PASTE else "exp_text"
     long_text = source == PASTE and len(text or "") > LINKED_TEXT_LIMIT
     copy_link(sync_url({k: v for k, v in URL.items() if k != left_out and not (long_text and k == "exp_text")}))
-for warning in degenerate_settings(len(collection.queries), len(collection.passages), n_qd, n_dq):
+for warning in degenerate_settings(len(collection.queries), len(collection.passages), n_qd, n_dq,
+                                   setup.exposure.every_query_shows_every_passage()):
     st.warning(warning, icon=":material/warning:")
 small_log_notice(collection, ranker_id, "pages/exposure.py", "This passage's exposure to the MS MARCO queries",
                  **({"passage": doc_id} if doc_id else {}))

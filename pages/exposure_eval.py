@@ -5,6 +5,7 @@ import streamlit as st
 from eqi_core.errors import DataError
 from eqi_core.exposure.audit import min_document_frequency, query_traits, rank_size, summarise_retrievability, trait_probabilities
 from eqi_core.exposure.evaluate import (
+    UNDEFINED_TEST_NOTE,
     cached_table2,
     expanding_log,
     patience_grid,
@@ -41,7 +42,8 @@ for key, low, high in (("ev_ntest", 50, 5000), ("ev_ndq", 1, 200), ("ev_steps", 
 c1, c2, c3 = st.columns(3)
 n_test = c1.number_input("Held-out test passages", 50, 5000, step=50, key="ev_ntest")
 n_dq = c2.number_input("n_d→q", 1, 200, step=10, key="ev_ndq")
-for warning in degenerate_settings(len(collection.queries), len(collection.passages), setup.depth, int(n_dq)):
+for warning in degenerate_settings(len(collection.queries), len(collection.passages), setup.depth, int(n_dq),
+                                   setup.exposure.every_query_shows_every_passage()):
     st.warning(warning, icon=":material/warning:")
 small_log_notice(collection, ranker_id, "pages/exposure_eval.py", "This evaluation on the MS MARCO queries")
 steps = c3.number_input("Training steps (batches of 1,000 triples)", 100, 20000, step=100, key="ev_steps")
@@ -71,6 +73,8 @@ st.caption(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning'
            "passages). One-tailed paired t-tests on RELQ_RBP,RBP(0.5,0.9) against dense-reverse:")
 st.dataframe(res["ttests"].style.format({"mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}, na_rep="—"),
              hide_index=True, width="stretch", key="ev_ttests")
+if res["ttests"]["p_one_tailed"].isna().any():
+    st.caption(UNDEFINED_TEST_NOTE)
 
 lists, test = res["lists"], res["test_docs"]
 names = [n for n in lists if n != "Brute force"]
@@ -121,9 +125,12 @@ with tab_heat:
             g_qd, g_dq = round(float(cell[0]), 1), round(float(cell[1]), 1)
             st.markdown(f"**At γ_q→d {g_qd:g}, γ_d→q {g_dq:g}** (the clicked cell): each method's mean RELQ and its "
                         "one-tailed paired t-test against dense-reverse, as Table 2's at (0.5, 0.9)")
-            st.dataframe(tests_at(res["artifact"], g_qd, g_dq, int(n_dq)).style.format(
+            cell_tests = tests_at(res["artifact"], g_qd, g_dq, int(n_dq))
+            st.dataframe(cell_tests.style.format(
                 {"mean RELQ": "{:.3f}", "mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}, na_rep="—"),
                 hide_index=True, width="stretch", key="ev_cell_tests")
+            if cell_tests["p_one_tailed"].isna().any():
+                st.caption(UNDEFINED_TEST_NOTE)
         else:
             st.caption("Click a cell for each method's mean RELQ and paired t-test against dense-reverse at its patiences.")
 with tab_size:

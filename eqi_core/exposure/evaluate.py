@@ -4,6 +4,7 @@ passages, RELQ tables (paper Table 2), the training-size grid (Table 3) and the 
 simulation (Figure 2)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -47,14 +48,22 @@ def table2(per_passage: pd.DataFrame, order: list[str] | None = None) -> pd.Data
     return t.reindex(order) if order else t
 
 
+UNDEFINED_TEST_NOTE = ("—: no t-test where a method's RELQ equals the reference's on every held-out passage, or "
+                       "there is one passage only")
+
+
 def paired_ttests(per_passage: pd.DataFrame, spec: str, reference: str) -> pd.DataFrame:
-    """One-tailed paired t-test of each method against ``reference`` on the per-passage RELQ."""
+    """One-tailed paired t-test of each method against ``reference`` on the per-passage RELQ; t and p
+    are NaN where the test is undefined (one held-out passage, or the same RELQ on every one),
+    without scipy's division warnings."""
     wide = per_passage.pivot(index="doc", columns="method", values=spec)
     rows = []
     for m in wide.columns:
         if m == reference:
             continue
-        res = stats.ttest_rel(wide[m], wide[reference], alternative="greater")
+        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = stats.ttest_rel(wide[m], wide[reference], alternative="greater")
         rows.append({"method": m, "vs": reference, "mean_diff": float((wide[m] - wide[reference]).mean()),
                      "t": float(res.statistic), "p_one_tailed": float(res.pvalue)})
     return pd.DataFrame(rows)

@@ -77,6 +77,14 @@ class ExposureMap:
         """Number of exposing queries of every passage (0 for never-retrieved passages)."""
         return np.diff(self.offsets)
 
+    def every_query_shows_every_passage(self) -> bool:
+        """Whether every query's list within the map's depth holds every passage (a dense ranker on a
+        collection no deeper than the map); a sparse ranker leaves out passages sharing no query word."""
+        if self.depth < len(self.doc_ids):
+            return False
+        counts = np.bincount(self.q_idx, minlength=len(self.query_ids))
+        return bool(len(counts)) and bool((counts == len(self.doc_ids)).all())
+
     def most_exposed(self, top: int = 10) -> tuple[str, int] | None:
         """(passage id, number of queries) of the passage the most queries show in their top ``top``
         (ties: the one more queries show within the map's depth, then the earliest), or None when no

@@ -86,9 +86,10 @@ def small_log_note(n_queries: int, remedy: str) -> str | None:
             f"little about who a search engine shows a passage to; {remedy}")
 
 
-def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int) -> list[str]:
+def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int, retrieves_all: bool = True) -> list[str]:
     """Warnings for settings where RELQ says nothing: lists as long as the log, or result lists as
-    deep as the collection (then every passage is exposed by every query)."""
+    deep as the collection (then every passage is exposed by every query; by a ranker that does not
+    return every passage, ``retrieves_all`` False, by every query that retrieves it at all)."""
     out = []
     if n_dq >= n_queries / 2:
         out.append(f"n_d->q = {n_dq} lists {min(1.0, n_dq / max(n_queries, 1)):.0%} of the log's {n_queries:,} queries: "
@@ -97,9 +98,13 @@ def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int) -
     elif n_dq > default_n_dq(n_queries):  # a log under 10 queries: 1 is the least there is, nothing to warn of
         out.append(f"n_d->q = {n_dq} is more than a tenth of the log's {n_queries:,} queries: differences between "
                    "methods shrink as the lists cover the log")
-    if n_qd >= n_passages:
+    if n_qd >= n_passages and retrieves_all:
         out.append(f"n_q->d = {n_qd} is at least the collection's {n_passages:,} passages: every query exposes every "
                    "passage, so exposure says nothing")
+    elif n_qd >= n_passages:
+        out.append(f"n_q->d = {n_qd} is at least the collection's {n_passages:,} passages: every query that "
+                   "retrieves a passage at all exposes it, so its exposing queries are merely the queries that "
+                   "retrieve it (for BM25: share a word with it)")
     return out
 
 

@@ -52,6 +52,9 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
                                  marker=dict(color="#9A9A9A", pattern_shape="/" if flag else "", line_width=0)),
                           row=1, col=1)
     fig.update_xaxes(title_text="position in the exposure list ρ(q, ψ_d) + 1", row=len(names), col=1)
+    positions = max((len(f) for f in lists.values()), default=0)
+    if 0 < positions <= 12:  # plotly's automatic ticks would fall between positions (0.6, 0.8, ...) on short lists
+        fig.update_xaxes(tick0=1, dtick=1, range=[0.5, positions + 0.5])
     fig.update_layout(barmode="overlay", bargap=0.1)
     fig = style(fig, "Exposing queries found, by position (higher bar = passage shown higher)", height=270 + 170 * len(names))
     # below the x-axis title, in pixels from the figure's bottom edge, so the two never overlap

@@ -133,6 +133,10 @@ def test_pasted_passage_has_exact_exposure_under_lexical_and_sparse_rankers(monk
     assert not any("without ground truth" in i.value for i in at.info)
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Exposing queries (exact)"]) > 0  # "bank loan interest" at least
+    # 12 passages under n_q->d = 100: the lexical rankers' lists hold only the passages they match, so
+    # the warning says exposure is mere matching, not that every query exposes every passage
+    deep = [w.value for w in at.warning if "at least the collection's 12 passages" in w.value]
+    assert deep and "merely the queries that retrieve it" in deep[0]
 
 
 def test_exposure_evaluation_page_runs(at):

@@ -59,6 +59,23 @@ def test_table2_rows(setup):
     np.testing.assert_allclose(other.set_index("method").loc["Brute force", "mean RELQ"], 1.0)
 
 
+def test_paired_ttests_by_hand_and_where_undefined(recwarn):
+    """t = mean(d) / (sd(d) / sqrt(n)) on the differences d; NaN, without scipy's warnings, where the test
+    is undefined: one held-out passage, or the same RELQ on every passage."""
+    from eqi_core.exposure.evaluate import paired_ttests
+
+    def frame(a, b):
+        docs = [f"d{i}" for i in range(len(a))]
+        return pd.DataFrame({"doc": docs * 2, "method": ["A"] * len(a) + ["ref"] * len(b), "s": list(a) + list(b)})
+
+    t = paired_ttests(frame([0.5, 0.9, 0.4], [0.2, 0.3, 0.4]), "s", "ref").iloc[0]  # d = .3, .6, 0: mean .3, sd .3
+    assert t["mean_diff"] == pytest.approx(0.3) and t["t"] == pytest.approx(0.3 / (0.3 / np.sqrt(3)))
+    for a, b in (([1.0], [0.5]), ([1.0, 1.0], [1.0, 1.0])):
+        t = paired_ttests(frame(a, b), "s", "ref").iloc[0]
+        assert np.isnan(t["t"]) and np.isnan(t["p_one_tailed"])
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 def test_lookup_by_id_and_pasted_text(setup):
     methods = {"dense": setup.dense_reverse(), "bm25": setup.bm25_reverse()}
     by_id = passage_exposure(setup, methods, [relq_rbp(0.5, 0.9, 5)], n_qd=3, n_dq=5, doc_id="d1")
@@ -197,6 +214,11 @@ def test_exposure_figures():
     assert {t.marker.color for t in legend} == {"#9A9A9A"}  # the hatching's key, not one method's colour
     assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0  # below the x-axis title
     assert {t.width for t in fig.data if len(t.x) and t.x[0] is not None} == {0.9}  # one position wide, however sparse
+    axis = fig.layout["xaxis2"]  # the bottom panel's: a short list ticks at whole positions, not 0.6, 0.8, ...
+    assert (axis.tick0, axis.dtick, list(axis.range)) == (1, 1, [0.5, 2.5])
+    long = {"A": pd.DataFrame({"position": range(1, 51), "query_id": list("x" * 50), "query": ["q"] * 50,
+                               "score": [1.0] * 50, "rank": [1.0] * 50})}
+    assert figs.exposure_bars(long, 10).layout.xaxis.dtick is None  # plotly's own ticks on a long list
     grid = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=[0.5, 1.0], columns=[0.5, 1.0])
     heat = figs.relq_heatmaps({"x": grid, "y": grid})
     assert [t.type for t in heat.data] == ["heatmap", "scatter", "heatmap", "scatter"]  # each panel's clickable cells

@@ -108,6 +108,22 @@ def test_small_log_warnings_and_default():
     assert any("more than a tenth" in w for w in degenerate_settings(112, 1460, 100, 12))
     assert degenerate_settings(112, 1460, 100, 11) == []  # the default for 112 queries: nothing to warn of
     assert degenerate_settings(4, 1460, 100, 1) == []  # under 10 queries, 1 is the least a list can hold
+    sparse = degenerate_settings(50, 12, 100, 5, retrieves_all=False)  # BM25: only passages sharing a word
+    assert not any("every query exposes every passage," in w for w in sparse)
+    assert any("merely the queries that retrieve it" in w for w in sparse)
+
+
+def test_whether_every_query_shows_every_passage():
+    """Decides which of the two deep-list warnings holds: a dense ranker's lists hold the whole small
+    collection, a sparse ranker's only the passages it matches."""
+    from eqi_core.exposure.exact import ExposureMap
+
+    full = ExposureMap.from_pairs(["q1", "q2"], ["d1", "d2"], 100, [0, 0, 1, 1], [0, 1, 1, 0], [0, 1, 0, 1])
+    assert full.every_query_shows_every_passage()
+    partial = ExposureMap.from_pairs(["q1", "q2"], ["d1", "d2"], 100, [0, 0, 1], [0, 1, 1], [0, 1, 0])
+    assert not partial.every_query_shows_every_passage()
+    shallow = ExposureMap.from_pairs(["q1"], ["d1", "d2", "d3"], 2, [0, 0], [0, 1], [0, 1])
+    assert not shallow.every_query_shows_every_passage()  # lists end before the collection does
 
 
 def test_a_small_log_is_said_with_where_a_real_one_is(tmp_path, monkeypatch):
