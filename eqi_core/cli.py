@@ -1703,14 +1703,16 @@ def _decode_inputs(text: str | None, input_file: Path | None, output: Path | Non
         return [(1, text)]
     if output is None:
         raise DataError(f"--input {input_file}: also give --output FILE.jsonl for the decoded queries")
+    from eqi_core.loaders.text_files import gunzipped
+
     try:
-        raw = input_file.read_bytes()
+        raw = gunzipped(input_file, input_file.read_bytes())  # a .gz file as every other input
     except OSError as exc:
         raise DataError(f"--input {input_file}: cannot read it ({exc.strerror or exc})") from None
     if b"\0" in raw[:4096]:
         raise DataError(f"--input {input_file}: not a text file (binary data); expected one text per line")
-    try:
-        lines = [(i + 1, ln.strip()) for i, ln in enumerate(raw.decode("utf-8").splitlines()) if ln.strip()]
+    try:  # a byte-order mark (Windows editors write one) is not part of the first text
+        lines = [(i + 1, ln.strip()) for i, ln in enumerate(raw.decode("utf-8-sig").splitlines()) if ln.strip()]
     except UnicodeDecodeError as exc:
         raise DataError(f"--input {input_file}: not UTF-8 text (byte {exc.start}); expected one text per line") from None
     if not lines:

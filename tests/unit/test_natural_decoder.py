@@ -402,6 +402,14 @@ def test_decode_file_keeps_the_files_line_numbers(tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("what is a river bank\n\n  \nhow do vaccines work\n", encoding="utf-8")
     assert _decode_inputs(None, src, tmp_path / "out.jsonl") == [(1, "what is a river bank"), (4, "how do vaccines work")]
+    # as Windows' Notepad saves it (a byte-order mark, CRLF), and gzip-compressed: the same texts
+    windows = "\ufeffwhat is a river bank\r\n\r\n  \r\nhow do vaccines work\r\n".encode()
+    src.write_bytes(windows)
+    assert _decode_inputs(None, src, tmp_path / "out.jsonl") == [(1, "what is a river bank"), (4, "how do vaccines work")]
+    import gzip
+
+    (tmp_path / "in.txt.gz").write_bytes(gzip.compress(windows))
+    assert _decode_inputs(None, tmp_path / "in.txt.gz", tmp_path / "out.jsonl")[0] == (1, "what is a river bank")
 
 
 def test_decoding_sets_aside_a_hypothesis_saying_a_token_twice_while_the_beam_holds_another(monkeypatch):
