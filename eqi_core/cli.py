@@ -40,6 +40,44 @@ FigureFormatsOpt = typer.Option("png", "--figure-formats", help="the figures' im
                                 "comma-separated: png (3x, slides), svg or pdf (vector, papers), jpg, webp")
 
 
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_writable_place(option: str, path: Path) -> None:
+    """The folder a file or folder would be made in must be a folder this process may write into."""
+    place = _nearest_existing(path.parent if path.parent != Path() else Path.cwd())
+    if not place.is_dir():
+        raise DataError(f"{option} {path}: {place} is a file; expected a folder to write into")
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise DataError(f"{option} {path}: cannot write into {place} (permission denied)")
+
+
+def _file_to_write(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """An output file option, checked before any work: a folder there, or nowhere to write it, is one
+    line now rather than a traceback after minutes of ranking or encoding."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    option = param.opts[0]
+    if value.is_dir():
+        raise DataError(f"{option} {value}: is a folder; expected a file to write")
+    _check_writable_place(option, value)
+    return value
+
+
+def _folder_to_write(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """An output folder option, checked before any work (as ``_file_to_write``)."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    option = param.opts[0]
+    if value.exists() and not value.is_dir():
+        raise DataError(f"{option} {value}: is a file; expected a folder to write into")
+    _check_writable_place(option, value)
+    return value
+
+
 def _store() -> ArtifactStore:
     return ArtifactStore()
 
@@ -125,7 +163,8 @@ def ship_embeddings_cmd(
     collection: str = CollectionOpt,
     ranker: str = RankerOpt,
     field: str = typer.Option("passages", help="passages or queries"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="folder (default: assets/embeddings/<collection>-<ranker>)"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_folder_to_write,
+                                       help="folder (default: assets/embeddings/<collection>-<ranker>)"),
 ) -> None:
     """Encode a collection's passages (or queries) here and write them, fp16 with a card, for shipping
     in assets/embeddings: later first visits load them instead of encoding (the card's exact
@@ -236,7 +275,7 @@ def judgments(
 
 @app.command()
 def run(
-    output: Path = typer.Option(..., "--output", "-o", help="TREC run file to write"),
+    output: Path = typer.Option(..., "--output", "-o", callback=_file_to_write, help="TREC run file to write"),
     collection: str = CollectionOpt,
     ranker: str = RankerOpt,
     k: int = typer.Option(100, "-k", min=1, max=10_000, help="depth per query"),
@@ -257,7 +296,7 @@ def evaluate(
     run_file: Path | None = typer.Option(None, "--run", help="score a system's TREC run over the collection's queries "
                                          "instead of --ranker"),
     hardest: int = typer.Option(20, "--hardest", "-n", min=0, help="list this many of the queries it fails hardest"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write every judged query's measures (CSV)"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write every judged query's measures (CSV)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
 ) -> None:
     """One ranker over every judged query: mean nDCG@10, RR@10 and R@100, and the queries it fails
@@ -315,7 +354,7 @@ def tasc(
     release: list[str] = typer.Option([], "--release", help="NAME=YYYY-MM release date; repeat (known rankers have defaults)"),
     n_boot: int = typer.Option(1000, "--bootstrap", min=100, max=100_000, help="bootstrap resamples for the CIs"),
     correction: str = typer.Option("holm", "--correction", help="paired tests' multiple-testing correction: holm, bonferroni or bh"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o",
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write,
                                            help="write CSV, LaTeX, HTML and PNG figures (--figure-formats: SVG, PDF) and the HTML report here"),
     query: str | None = typer.Option(None, "--query", "-Q", help="drill into one query id: its metric per ranker, top 10 "
                                      "side by side and every listed passage (default in the report: the most disputed)"),
@@ -483,13 +522,13 @@ def exposure(
                                   "over gamma_q->d x gamma_d->q in 0.1..1 (paper Figure 5 for one passage)"),
     compare: str | None = typer.Option(None, "--compare", help="also the exact exposing queries under this ranker "
                                        "(e.g. bm25): who keeps, gains and loses sight of the passage"),
-    report: Path | None = typer.Option(None, "--report", help="also write the page's audit report (HTML, opens "
+    report: Path | None = typer.Option(None, "--report", callback=_file_to_write, help="also write the page's audit report (HTML, opens "
                                        "offline): lists, RELQ, figures, and what --show, --compare and --generate "
                                        "add"),
     show: list[str] = typer.Option([], "--show", help="also what this logged query (an id; repeat --show) shows: its "
                                    "top 10, then the passage where deeper; pasted text among the collection's "
                                    "passages at its exact rank, as the page shows a selected query"),
-    figures: Path | None = typer.Option(None, "--figures", help="write the page's figures here (exposure bars, RELQ "
+    figures: Path | None = typer.Option(None, "--figures", callback=_folder_to_write, help="write the page's figures here (exposure bars, RELQ "
                                         "over patience, the change under --compare, retrievability), each as HTML "
                                         "and PNG at 3x (--figure-formats: SVG, PDF)"),
     figure_formats: str = FigureFormatsOpt,
@@ -612,7 +651,7 @@ def retrievability_command(
     which: str = typer.Option("least", "--list", help="least or most: which end of the ranking to list"),
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="how many passages to list"),
     run_file: Path | None = RunFileOpt,
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write r(d) of every passage here (CSV)"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write r(d) of every passage here (CSV)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON lines instead of a table"),
     compare: str | None = typer.Option(None, "--compare", help="also this ranker's Gini and never-retrieved share "
                                        "(e.g. minilm-l6): which of the two spreads exposure more evenly"),
@@ -778,10 +817,10 @@ def eval_exposure(
     steps: int = typer.Option(2000, "--steps", min=1),
     grid: bool = typer.Option(False, "--grid", help="also the training-size grid (paper Table 3)"),
     expanding: bool = typer.Option(False, "--expanding", help="also the expanding-log simulation (paper Figure 2)"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write, help="write CSVs here"),
     run_file: Path | None = RunFileOpt,
     space: str | None = SpaceOpt,
-    figures: Path | None = typer.Option(None, "--figures", help="write the page's figures here (RELQ over patience, "
+    figures: Path | None = typer.Option(None, "--figures", callback=_folder_to_write, help="write the page's figures here (RELQ over patience, "
                                         "rank-size, retrievability, query traits; with --grid and --expanding theirs), "
                                         "each as HTML and PNG at 3x (--figure-formats: SVG, PDF)"),
     figure_formats: str = FigureFormatsOpt,
@@ -868,7 +907,7 @@ def eval_generative_cmd(
     n: int = typer.Option(20, "--generate", min=1, max=200, help="decoded queries per passage"),
     n_qd: int = typer.Option(10, "--n-qd", min=1, help="a decoded query exposes the passage when it ranks it this high"),
     seed: int = typer.Option(0, "--seed"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write per-passage CSVs here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write, help="write per-passage CSVs here"),
 ) -> None:
     """Generative exposure on held-out passages and on the under-exposed tenth (lowest retrievability)."""
     import numpy as np
@@ -925,7 +964,7 @@ DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEI
 
 @app.command("decoder-corpus")
 def decoder_corpus_cmd(
-    output: Path = typer.Option(..., "--output", "-o", help="the corpus Parquet file to write"),
+    output: Path = typer.Option(..., "--output", "-o", callback=_file_to_write, help="the corpus Parquet file to write"),
     data: Path | None = DataRootOpt,
     version: int = typer.Option(CORPUS_VERSION, "--corpus-version", min=1, max=2, help="2: the evaluated collections' queries never "
                                 "trained on; 1: the shipped decoders' corpus (8 of DL19's queries in training)"),
@@ -942,7 +981,7 @@ def decoder_corpus_cmd(
 
 @app.command("decoder-synthetic")
 def decoder_synthetic_cmd(
-    output: Path = typer.Option(..., "--output", "-o", help="the augmented corpus Parquet file to write"),
+    output: Path = typer.Option(..., "--output", "-o", callback=_file_to_write, help="the augmented corpus Parquet file to write"),
     corpus: Path | None = typer.Option(None, "--corpus", help="the corpus of real text (eqi decoder-corpus), or one this command "
                                        "augmented (a further round: its samples are kept); default: built from "
                                        "../shared/data into the store"),
@@ -1017,7 +1056,7 @@ def train_decoder_cmd(
                                         help="lemma decoder: pseudo-queries drawn from each passage (0: the query log only)"),
     layers: int | None = typer.Option(None, "--layers", min=1, max=12, help="default 4 (lemma), 6 (natural)"),
     seed: int = typer.Option(0, "--seed"),
-    export: Path | None = typer.Option(None, "--export", help="also copy the checkpoint (safetensors + card.json) here"),
+    export: Path | None = typer.Option(None, "--export", callback=_folder_to_write, help="also copy the checkpoint (safetensors + card.json) here"),
     init: Path | None = typer.Option(None, "--init", help="natural: start from this trained natural decoder (a second "
                                      "stage) instead of the encoder's own layers"),
     query_share: float = typer.Option(0.5, "--query-share", min=0.0, max=1.0,
@@ -1131,7 +1170,7 @@ def reformulations_cmd(
     beam: int = typer.Option(2, "--beam", min=1, max=16),
     seed: int = typer.Option(0, "--seed"),
     max_minutes: float | None = typer.Option(None, "--max-minutes", help="stop after this long (parts kept); rerun to resume"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the statistics JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the statistics JSON here"),
 ) -> None:
     """Build the reformulation dataset (paper Section 4): walk from each training query to its gold passages,
     decode every step, keep the successful rewrites. Resumable; stored with its provenance and statistics."""
@@ -1166,7 +1205,7 @@ def train_suggester_cmd(
     points: int = typer.Option(1, "--points", min=1, max=10, help="predicted rewrite embeddings per query; > 1 trains "
                                "them winner-take-all (each may specialise) and shares the samples out among them"),
     max_minutes: float | None = typer.Option(None, "--max-minutes", help="stop (with a checkpoint) after this long; rerun to resume"),
-    export: Path | None = typer.Option(None, "--export", help="also copy the model (safetensors + card.json) here"),
+    export: Path | None = typer.Option(None, "--export", callback=_folder_to_write, help="also copy the model (safetensors + card.json) here"),
 ) -> None:
     """Train a query suggestion model on the newest reformulation dataset (eqi reformulations); resumable."""
     import time
@@ -1205,7 +1244,7 @@ def train_suggestion_ranker_cmd(
                                "whether it is above the query's"),
     pick_penalty: float = typer.Option(PICK_PENALTY, "--pick-penalty",
                                        help="word-overlap penalty of the pick (0: by score alone)"),
-    export: Path | None = typer.Option(None, "--export", help="folder for ranker.json (default: the PRF suggester's own)"),
+    export: Path | None = typer.Option(None, "--export", callback=_folder_to_write, help="folder for ranker.json (default: the PRF suggester's own)"),
     pool_samples: int = typer.Option(POOL_SAMPLES, "--pool-samples", min=1, help="nucleus samples at the predicted points "
                                      "in each pool (shared out among them), for fitting and, via ranker.json, for suggesting"),
     decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the pools' candidates "
@@ -1271,7 +1310,7 @@ def suggest_cmd(
     n: int = typer.Option(10, "-n", min=1, max=10, help="suggestions per model"),
     ranker: str | None = typer.Option(None, "--ranker", "-r", help="also score each suggestion with this ranker "
                                       "(e.g. bm25): its nDCG@10 and the gold passage's rank in its top 100"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="write the table as CSV"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="write the table as CSV"),
 ) -> None:
     """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10
     (the encoder's dense ranker, and --ranker's too)."""
@@ -1331,7 +1370,8 @@ def eval_suggestions_cmd(
     oracle: bool = typer.Option(True, "--oracle/--no-oracle", help="also the walk to the gold passage (upper reference)"),
     data: Path | None = DataRootOpt,
     seed: int = typer.Option(0, "--seed"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary.csv, lists.jsonl and summary.json here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write,
+                                           help="write summary.csv, lists.jsonl and summary.json here"),
     write_card: list[Path] = typer.Option([], "--write-card", help="also store the table in these suggester folders' "
                                           "card.json (rows of the same collections replaced); the page shows it"),
     only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, feedback-term, "
@@ -1460,7 +1500,7 @@ def rescore_suggestions_cmd(
     lists: Path = typer.Argument(..., help="an eqi eval-suggestions run's lists.jsonl"),
     collection: str = CollectionOpt,
     ranker: str = typer.Option("bm25", "--ranker", "-r", help="the ranker that scores the suggestions (e.g. bm25)"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write summary_<ranker>.csv and "
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write, help="write summary_<ranker>.csv and "
                                            "lists_<ranker>.jsonl here"),
 ) -> None:
     """The same suggestions, scored by another ranker: best-of-k nDCG@10 of each method when a searcher
@@ -1506,7 +1546,7 @@ def eval_decoder_cmd(
     steps: int = typer.Option(10, "--steps", "-k", min=1, max=50),
     mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
     seed: int = typer.Option(0, "--seed"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="write CSVs and summary.json here"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write, help="write CSVs and summary.json here"),
     write_card: Path | None = typer.Option(None, "--write-card", help="add the metrics to this checkpoint's card.json"),
     natural: bool = typer.Option(False, "--natural", help="natural language: round trip on held-out query-log questions, "
                                  "passage -> query on held-out DL19 and SciFact passages, with copy/lookup baselines and fluency"),
@@ -1634,7 +1674,7 @@ def decode_cmd(
                                help="decoder+rerank, decoder, nearest-query or word-edit search"),
     n: int = typer.Option(5, "-n", min=1, max=50),
     input_file: Path | None = typer.Option(None, "--input", "-i", help="decode every line of this text file instead"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="with --input: write JSON lines here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="with --input: write JSON lines here"),
 ) -> None:
     """Decode queries from a text's embedding (e.g. a passage): each with its cosine to the text and the
     rank the text would get for it among the collection's passages. --input/--output decode a file of texts."""
@@ -1739,8 +1779,8 @@ def traverse_cmd(
     stop_early: bool = typer.Option(False, "--stop-early", help="stop once the target is ranked first"),
     ranker: str | None = typer.Option(None, "--ranker", "-r", help="also search every step with this ranker (e.g. "
                                       "bm25): its nDCG@10 and the target's rank in its top 100"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="write the steps as CSV"),
-    figures: Path | None = typer.Option(None, "--figures", help="write the page's two figures here (the UMAP map of "
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="write the steps as CSV"),
+    figures: Path | None = typer.Option(None, "--figures", callback=_folder_to_write, help="write the page's two figures here (the UMAP map of "
                                         "the walk, rank and nDCG@10 per step), each as HTML and PNG at 3x (--figure-formats: SVG, PDF)"),
     figure_formats: str = FigureFormatsOpt,
 ) -> None:
@@ -1803,7 +1843,7 @@ def bench_decoder_cmd(
     decoder: Path | None = DecoderOpt,
     queries: int = typer.Option(20, "--queries", min=1, help="held-out queries to decode"),
     traversals: int = typer.Option(3, "--traversals", min=1),
-    output: Path | None = typer.Option(None, "--output", "-o"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write),
 ) -> None:
     """Decode latency (decoder alone vs. re-ranked by the encoder) and full K = 10 traversal time."""
     from eqi_core.bench import bench_decoder
@@ -1817,7 +1857,7 @@ def bench_suggest_cmd(
     collection: str = CollectionOpt,
     encoder: str = EncoderOpt,
     queries: int = typer.Option(20, "--queries", min=1, help="held-out queries to suggest for"),
-    output: Path | None = typer.Option(None, "--output", "-o"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write),
 ) -> None:
     """Ten suggestions for one query: p50 per suggestion model against Sampling+QD (target p50 <= 1 s)."""
     from eqi_core.bench import bench_suggest
@@ -1833,7 +1873,7 @@ def bench_suggest_cmd(
 def bench_exposure_cmd(
     collection: str = CollectionOpt,
     full_log: str = typer.Option("wordnet:full", "--latency-collection", help="collection whose full log the latency uses"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
     engine: str = typer.Option("inprocess", "--engine", help="inprocess: exact map vs faiss + latency; "
                                "dask: the sharded map in-process vs LocalCluster (1, 2 workers) [vs --scheduler]"),
     ranker: str = typer.Option("minilm-l6", "--ranker", "-r", help="ranker of the map (--engine dask)"),
@@ -1857,7 +1897,7 @@ def bench_exposure_cmd(
 def bench_pasted_cmd(
     collection: str = CollectionOpt,
     n: int = typer.Option(10, "--n", min=1, help="passages to paste (copies of the collection's own)"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """Exact BM25 exposure of a pasted passage vs re-running every logged query on the grown collection."""
     from eqi_core.bench import bench_pasted_bm25
@@ -1869,7 +1909,7 @@ def bench_pasted_cmd(
 def bench_encode_cmd(
     collection: str = CollectionOpt,
     n: int = typer.Option(2000, "--n", min=10, help="passages to encode"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """Passages/s of the default encoder (onnxruntime export) vs sentence-transformers' own encode (target >= 1.5x)."""
     from eqi_core.bench import bench_encode
@@ -1882,7 +1922,7 @@ def bench_dense_cmd(
     collection: str = CollectionOpt,
     queries: int = typer.Option(2000, "--queries", min=1, help="queries to search"),
     k: int = typer.Option(100, "-k", min=1, max=10_000),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """Exact top-k search time vs faiss.IndexFlatIP on the same embeddings (target >= 2x)."""
     from eqi_core.bench import bench_dense
@@ -1895,7 +1935,7 @@ def bench_dense_cmd(
 def bench_memory_cmd(
     collection: str = typer.Option("wordnet:full", "--collection", "-c"),
     dense: bool = typer.Option(False, "--dense", help="also index/search with MiniLM-L6 (encodes every passage)"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """Peak RSS of each CLI command on a collection (default: the full WordNet), one process each."""
     from eqi_core.bench import bench_memory
@@ -1907,7 +1947,7 @@ def bench_memory_cmd(
 def bench_scale_cmd(
     sizes: str = typer.Option("10000,30000,100000,full", "--sizes", help="WordNet synset counts, comma-separated ('full': all)"),
     k: int = typer.Option(100, "-k", min=1, max=1000),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """Exact map time and peak RSS as WordNet grows (10k ... 117k passages with their logs), beside the cost model."""
     from eqi_core.bench import bench_scale
@@ -1930,7 +1970,7 @@ def bench_all_cmd(
     collection: str = CollectionOpt,
     full_log: str = typer.Option("wordnet:full", "--latency-collection", help="collection whose full log the latency uses"),
     sizes: str = typer.Option("10000,30000,100000,full", "--sizes", help="WordNet synset counts of the scale benchmark"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """exposure, dense, encode and scale in one run and one JSON, with the CPU and the commit."""
     from eqi_core.bench import bench_all, bench_dense, bench_encode, bench_exposure, bench_scale
@@ -1955,7 +1995,7 @@ def bench_reruns_cmd(
     page: list[str] = typer.Option([], "--page", help="only this page (repeat): collection, exposure, exposure_eval, "
                                    "latent, suggestions, coverage"),
     reruns: int = typer.Option(5, "--reruns", min=1, help="reruns timed on each page"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """What a user waits after each click: every page's first run and reruns on the default collection,
     against a one-line page's rerun (run the dashboard once first, so the store is warm)."""
@@ -1973,7 +2013,7 @@ def bench_first_visit_cmd(
     timeout: int = typer.Option(900, "--timeout", min=30, help="seconds to wait for each step"),
     others: bool = typer.Option(True, "--others/--no-others", help="also time the home page's other examples and the "
                                 "Suggestions page as first clicks, each on its own empty store"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """A newcomer's first visit in a real browser on an empty store: server ready, Collection page,
     and the curated exposure example after its click (targets: 10 s and 60 s); the other examples too."""
@@ -1986,7 +2026,7 @@ def bench_first_visit_cmd(
 def bench_tasc_cmd(
     queries: int = typer.Option(7000, "--queries", min=10),
     rankers: int = typer.Option(6, "--rankers", min=2),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """Time to compute the per-query matrix + TaSC (target < 5 s for 6 rankers x 7k queries)."""
     from eqi_core.bench import bench_tasc
@@ -1997,7 +2037,7 @@ def bench_tasc_cmd(
 @bench_app.command("figures")
 def bench_figures_cmd(
     clicks: int = typer.Option(5, "--clicks", min=1, help="PNG clicks each way, taking turns"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
 ) -> None:
     """A PNG download's time: one kaleido browser kept between clicks against a browser per click."""
     from eqi_core.bench import bench_figures
@@ -2051,6 +2091,10 @@ def main() -> None:
         sys.exit(3)
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except OSError as exc:  # a disk that filled up, a file that could not be written: one line, the file named
+        typer.echo(f"error: {exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else f"error: {exc}",
+                   err=True)
         sys.exit(2)
     except ModuleNotFoundError as exc:  # an install problem, not bad input
         typer.echo(f"error: missing dependency: {MissingDependency.from_import(exc)}", err=True)

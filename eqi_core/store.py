@@ -304,11 +304,13 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if tmp.is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename == str(tmp) and exc.errno is not None:  # name the file asked for
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
 
 

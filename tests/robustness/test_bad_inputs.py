@@ -2,6 +2,7 @@
 nothing left in the store."""
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -165,3 +166,39 @@ def test_a_missing_file_or_a_folder_given_for_a_file_is_one_line(tmp_path, monke
     assert exc.value.code == 2 and err.startswith("error: ") and "Traceback" not in err
     assert err.startswith(f"error: {paths['missing' if '{missing}' in args else 'folder']}: ")
     assert ("no such file; expected a" if "{missing}" in args else "a folder; expected a") in err
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["run", "-c", "beir:{tiny}", "-r", "bm25", "-o", "{folder}"], "--output {folder}: is a folder; expected a file to write"),
+    (["run", "-c", "beir:{tiny}", "-r", "bm25", "-o", "{file}/run.trec"],
+     "--output {file}/run.trec: {file} is a file; expected a folder to write into"),
+    (["tasc", "-c", "beir:{tiny}", "-r", "bm25", "-r", "minilm-l3-onnx", "-o", "{file}"],
+     "--output-dir {file}: is a file; expected a folder to write into"),
+    (["traverse", "bank", "-c", "beir:{tiny}", "--figures", "{file}"], "--figures {file}: is a file; expected a folder to write into"),
+])
+def test_an_output_that_cannot_be_written_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, args, expected):
+    """An output path that is a folder (or a folder that is a file) was a traceback after the whole
+    run had been ranked; it is refused at once, and nothing is written."""
+    from eqi_core.cli import main
+    from tests.conftest import TINY_BEIR
+
+    (tmp_path / "notes.txt").write_text("kept", encoding="utf-8")
+    paths = {"folder": tmp_path, "file": tmp_path / "notes.txt", "tiny": TINY_BEIR}
+    before = sorted(p.name for p in tmp_path.iterdir())
+    monkeypatch.setattr("sys.argv", ["eqi", *(a.format(**paths) for a in args)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err == f"error: {expected.format(**paths)}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "notes.txt").read_text() == "kept"
+
+
+def test_an_atomic_write_that_fails_names_the_file_asked_for(tmp_path):
+    """Not the hidden temporary file beside it ('.run.trec.1234.ab12.part')."""
+    from eqi_core.store import atomic_write
+
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc, where no file can be made, even by root")
+    with pytest.raises(FileNotFoundError) as exc:
+        atomic_write("/proc/run.trec", "x")
+    assert exc.value.filename == "/proc/run.trec" and ".part" not in str(exc.value)
