@@ -92,5 +92,7 @@ def ranker_effectiveness(run: Run, collection: Collection, name: str | None = No
     shuffled = pd.util.hash_pandas_object(frame["query_id"], index=False).to_numpy()
     order = frame.assign(_rank=frame["gold rank"].fillna(np.inf), _tie=shuffled)
     order = order.sort_values(["nDCG@10", "RR@10", "_rank", "_tie"], ascending=[True, True, False, True], kind="stable")
-    depth = int(run.frame["rank"].max()) if len(run.frame) else 0
+    # a live ranker's depth is the k it was asked for (BM25 may return fewer passages on a small
+    # collection: "not in its top 1" would be wrong); a run file's, the deepest rank it holds
+    depth = int(run.meta.get("k") or (run.frame["rank"].max() if len(run.frame) else 0))
     return RankerEffectiveness(name, order.drop(columns=["_rank", "_tie"]).reset_index(drop=True), depth, notes)
