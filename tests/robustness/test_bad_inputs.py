@@ -190,7 +190,7 @@ def test_an_output_that_cannot_be_written_is_one_line_before_any_work(tmp_path, 
         main()
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and err == f"error: {expected.format(**paths)}"
-    assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "notes.txt").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "notes.txt").read_text(encoding="utf-8") == "kept"
 
 
 def test_an_atomic_write_that_fails_names_the_file_asked_for(tmp_path):
