@@ -28,11 +28,15 @@ def run_name(path: Path) -> str:
 
 
 def load_run_files(paths: list[Path]) -> dict[str, Run]:
-    """Runs named by their file's first name part ('bm25.dl19.trec' -> 'bm25'; see combine_runs)."""
+    """Runs named by their file's first name part ('bm25.dl19.trec' -> 'bm25'; see combine_runs);
+    files of the same name in different folders, as systems' outputs are often laid out
+    (``bm25/run.trec``, ``dense/run.trec``), by their folder as well ('bm25/run', 'dense/run')."""
+    file_names = [Path(p).name for p in paths]
     runs = []
     for p in paths:
-        run = read_trec_run(p)
-        run.name = run_name(Path(p))
+        run, p = read_trec_run(p), Path(p)
+        alike = file_names.count(p.name) > 1 and p.parent.name
+        run.name = f"{p.parent.name}/{run_name(p)}" if alike else run_name(p)
         runs.append({run.name: run})
     return combine_runs(*runs)
 

@@ -117,6 +117,12 @@ def test_runs_named_alike_are_all_kept(files, tmp_path):
     assert result.exit_code == 0, result.output
     tasc_rows = result.output.split("\npaired tests")[0].splitlines()[-3:]
     assert [ln.split()[0] for ln in tasc_rows] == ["old", "new", "old.dl19"]
+    # systems' outputs laid out as bm25/run.trec and dense/run.trec: both kept, named by their folders
+    for system in ("bm25", "dense"):
+        (tmp_path / system).mkdir()
+        (tmp_path / system / "run.trec").write_text((files / "old.trec").read_text(encoding="utf-8"), encoding="utf-8")
+    alike = load_run_files([tmp_path / "bm25" / "run.trec", tmp_path / "dense" / "run.trec", files / "new.trec"])
+    assert list(alike) == ["bm25/run", "dense/run", "new"] and alike["dense/run"].name == "dense/run"
 
 
 def test_live_runs_report_each_rankers_indexing_and_ranking_apart(tiny, store):
