@@ -29,6 +29,12 @@ def _pick(path: Path, pattern: str, split: str | None) -> Path | None:
     return found[0] if found else None
 
 
+# a first line naming its columns, as pandas' to_csv writes it ("pid<TAB>passage", "qid<TAB>query"),
+# is a header, not a passage or query with the id "pid"
+ID_HEADERS = frozenset({"pid", "docid", "doc_id", "doc-id", "passage_id", "passage-id", "corpus-id", "corpus_id",
+                        "qid", "query_id", "query-id", "id", "_id"})
+
+
 def load_msmarco(path: str | Path, split: str | None = None, name: str | None = None) -> Collection:
     """Load ``collection.tsv`` with the queries and qrels of ``split`` (default: dev, else the first)."""
     path = Path(path)
@@ -40,8 +46,8 @@ def load_msmarco(path: str | Path, split: str | None = None, name: str | None = 
     queries_file = _pick(path, "queries*.tsv", split)
     if queries_file is None:
         raise DataError(f"{path}: no queries*.tsv{' for split ' + split if split else ''}")
-    passages = read_columns(collection_file, ["doc_id", "text"], "pid<TAB>passage", sep="\t")
-    queries = read_columns(queries_file, ["query_id", "text"], "qid<TAB>query", sep="\t")
+    passages = read_columns(collection_file, ["doc_id", "text"], "pid<TAB>passage", sep="\t", header_ids=ID_HEADERS)
+    queries = read_columns(queries_file, ["query_id", "text"], "qid<TAB>query", sep="\t", header_ids=ID_HEADERS)
     for df, f, col in ((passages, collection_file, "doc_id"), (queries, queries_file, "query_id")):
         dup = df[col].duplicated()
         if dup.any():

@@ -78,6 +78,11 @@ def parse_spec(spec: str) -> CollectionSpec:
     )
 
 
+# raised when a loader reads the same files differently, so a parse cached by the version before is
+# not served (2: an MS MARCO TSV's header line is a header, not a passage or query "pid")
+LOADER_VERSION = 2
+
+
 def _signature(spec: CollectionSpec) -> dict:
     """What the parsed collection depends on: source file sizes and times."""
     if spec.log:
@@ -117,7 +122,7 @@ def load_collection(spec: str | CollectionSpec = DEFAULT_SPEC, store: ArtifactSt
     spec = parse_spec(spec) if isinstance(spec, str) else spec
     if store is None:
         return _load_uncached(spec)
-    params = {"spec": str(spec), "source": _signature(spec)}
+    params = {"spec": str(spec), "source": _signature(spec), "loader": LOADER_VERSION}
 
     def build(tmp: Path) -> dict:
         c = _load_uncached(spec)

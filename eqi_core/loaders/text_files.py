@@ -72,12 +72,14 @@ def read_columns(
     *,
     sep: str = r"\s+",
     header_first: str | None = None,
+    header_ids: frozenset[str] = frozenset(),
     data: bytes | None = None,
     numeric: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """Read a table with exactly ``len(names)`` columns, all as strings, then cast ``numeric``.
 
-    ``header_first``: if the first line's first field equals this, it is a header and skipped.
+    ``header_first``: if the first line's first field equals this, it is a header and skipped;
+    ``header_ids``: so is a first line whose first field, lower-cased, is one of these names.
     ``numeric``: column -> 'int' or 'float'; a bad value is reported with its line number.
     """
     text = read_text(path, data, f"a file of lines '{what}'")
@@ -85,7 +87,8 @@ def read_columns(
         raise DataError(f"{path}: the file is empty; expected {what}")
     skip = 0
     first = text.split("\n", 1)[0].strip()
-    if header_first is not None and first.split()[0:1] == [header_first]:
+    first_field = first.split()[0:1]
+    if (header_first is not None and first_field == [header_first]) or (first_field and first_field[0].lower() in header_ids):
         skip = 1
     expected = f"{len(names)} columns ({what})"
     try:

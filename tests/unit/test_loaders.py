@@ -183,6 +183,28 @@ def test_msmarco_tsv_with_trec_qrels(tmp_path):
     assert load_collection(str(tmp_path)).fingerprint == c.fingerprint
 
 
+def test_msmarco_tsv_header_lines_are_headers(tmp_path, store, monkeypatch):
+    """pandas' to_csv writes "pid<TAB>passage" and "qid<TAB>query" first: a header, which was loaded as
+    a passage and a query with the id "pid" and "qid"; a collection parsed before that, cached in the
+    store, is parsed again (the loader's version is in its key)."""
+    folder = tmp_path / "mm"  # beside the store's own files under tmp_path, not among them
+    folder.mkdir()
+    (folder / "collection.tsv").write_text("pid\tpassage\n0\tthe first passage\n1\tthe second\n", encoding="utf-8")
+    (folder / "queries.dev.tsv").write_text("QID\tquery\n100\tfirst\n", encoding="utf-8")
+    (folder / "qrels.dev.tsv").write_text("100 0 0 1\n", encoding="utf-8")
+    c = load_msmarco(folder)
+    assert c.passages["doc_id"].tolist() == ["0", "1"] and c.queries["query_id"].tolist() == ["100"]
+    from eqi_core.loaders import registry
+
+    parsed = []
+    monkeypatch.setattr(registry, "_load_uncached", lambda spec, real=registry._load_uncached: parsed.append(spec) or real(spec))
+    assert load_collection(str(folder), store).fingerprint == c.fingerprint
+    assert load_collection(str(folder), store).fingerprint == c.fingerprint and len(parsed) == 1  # cached
+    monkeypatch.setattr(registry, "LOADER_VERSION", registry.LOADER_VERSION + 1)
+    load_collection(str(folder), store)
+    assert len(parsed) == 2  # a newer loader does not take the older one's parse
+
+
 def test_msmarco_files_gzip_compressed(tmp_path):
     """collection.tsv.gz, queries.dev.tsv.gz and qrels.dev.tsv.gz read as their plain names; a bare path
     is still detected as MS MARCO; a plain file wins over its gzip."""
