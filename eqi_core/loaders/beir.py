@@ -87,6 +87,10 @@ def _read_records(src: _Source, name: str, fields: list[str], require_text: bool
     label = src.label(name)
     rows, first_seen = [], {}
     for lineno, obj in iter_jsonl(label, src.read(name)):
+        for field in ("_id", "text"):  # Pyserini's {"id", "contents"} and the like: say what the line holds
+            if field not in obj:
+                raise DataError(f"{label}: line {lineno}: missing '{field}' (the line's fields: "
+                                f"{', '.join(map(repr, obj)) or 'none'}); expected BEIR's '_id' and 'text'")
         rid = check_id(label, lineno, obj.get("_id"), "_id")
         if rid in first_seen:
             raise DataError(f"{label}: line {lineno}: duplicate _id {rid!r} (first on line {first_seen[rid]}); ids must be unique")

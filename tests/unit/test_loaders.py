@@ -101,6 +101,12 @@ def test_duplicate_ids(tmp_path):
 def test_missing_id_and_whitespace_id(tmp_path):
     with pytest.raises(DataError, match="line 1: missing '_id'"):
         load_beir(make_beir(tmp_path / "a", ['{"text": "a"}']))
+    # Pyserini's layout: the message says what the line holds and what BEIR names its fields
+    with pytest.raises(DataError, match=r"line 1: missing '_id' \(the line's fields: 'id', 'contents'\); expected "
+                                        r"BEIR's '_id' and 'text'"):
+        load_beir(make_beir(tmp_path / "p", ['{"id": "d1", "contents": "a"}']))
+    with pytest.raises(DataError, match=r"line 1: missing 'text' \(the line's fields: '_id', 'contents'\)"):
+        load_beir(make_beir(tmp_path / "t", ['{"_id": "d1", "contents": "a"}']))
     with pytest.raises(DataError, match="contains whitespace"):
         load_beir(make_beir(tmp_path / "b", ['{"_id": "d 1", "text": "a"}']))
 
