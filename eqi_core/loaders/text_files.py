@@ -155,7 +155,8 @@ def iter_jsonl(path: str | Path, data: bytes | None = None) -> Iterator[tuple[in
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: line {lineno}: not valid JSON ({exc.msg}); expected one JSON object per line") from None
+            raise DataError(f"{path}: line {lineno}: not valid JSON at character {exc.colno} ({exc.msg.lower()}); "
+                            "expected one JSON object per line") from None
         if not isinstance(obj, dict):
             raise DataError(f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}")
         yield lineno, obj

@@ -29,7 +29,8 @@ def beir(tmp_path, corpus=GOOD_CORPUS, queries=GOOD_QUERIES, qrels=GOOD_QRELS, r
 CASES = {
     "empty corpus": (dict(corpus=""), r"corpus.jsonl: the file is empty"),
     "CSV instead of JSONL": (dict(corpus="_id,text\nd1,first\n"), r"corpus.jsonl: line 1: not valid JSON"),
-    "truncated JSONL line": (dict(corpus=GOOD_CORPUS + '{"_id": "d3", "te'), r"corpus.jsonl: line 3: not valid JSON"),
+    "truncated JSONL line": (dict(corpus=GOOD_CORPUS + '{"_id": "d3", "te'),
+                             r"corpus.jsonl: line 3: not valid JSON at character 15 \(unterminated string"),
     "JSON array line": (dict(corpus='["d1", "x"]\n'), r"line 1: expected a JSON object, got list"),
     "invalid UTF-8": (dict(raw_corpus=b'{"_id": "d1", "text": "ok"}\n{"_id": "d2", "text": "\xc3\x28"}\n'), r"line 2: invalid UTF-8"),
     "duplicate ids": (dict(corpus=GOOD_CORPUS + '{"_id": "d1", "text": "again"}\n'), r"line 3: duplicate _id 'd1'"),
