@@ -125,10 +125,13 @@ class SuggestionHead(nn.Module):
             nn.init.normal_(self.rank_bias, std=0.5)
 
     def weights(self, context: torch.Tensor) -> torch.Tensor:
-        """PRF: (batch, points, 1 + FEEDBACK) mixing weights of the query and its feedback passages."""
+        """PRF: (batch, points, 1 + FEEDBACK) mixing weights of the query and its feedback passages; a
+        collection of fewer passages gives fewer, and the weights mix those (the missing ranks' biases
+        left out, as if their weight were zero)."""
         q = context[:, :1]
         z = torch.cat([context, context * q], dim=-1)
-        logits = self.score(z).transpose(1, 2) + self.rank_bias.view(self.cfg.points, 1 + FEEDBACK)
+        bias = self.rank_bias.view(self.cfg.points, 1 + FEEDBACK)[:, : context.shape[1]]
+        logits = self.score(z).transpose(1, 2) + bias
         return torch.softmax(logits, dim=-1)
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:

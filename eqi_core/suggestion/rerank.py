@@ -51,6 +51,10 @@ def candidate_features(space, query: str, q: np.ndarray, feedback: np.ndarray, t
     ``emb``: the candidates' embeddings; ``top``: their top-10 (scores, passage indices)."""
     fb = space.ranker.doc_embeddings[np.asarray(feedback)]
     cos_fb = emb @ fb.T
+    # a collection of fewer than FEEDBACK passages: the missing passages' columns hold the same value
+    # for every candidate of the pool, which moves every score alike and so changes no pick
+    cos_cols = np.zeros((len(texts), FEEDBACK))
+    cos_cols[:, : cos_fb.shape[1]] = cos_fb
     scores, idx = top
     _, q_top = space.top(q[None], 10)
     kept = np.isin(idx, q_top[0]).mean(1)
@@ -61,7 +65,7 @@ def candidate_features(space, query: str, q: np.ndarray, feedback: np.ndarray, t
     own = set(words(query))
     overlap = [len(own & set(words(t))) / max(1, len(own | set(words(t)))) for t in texts]
     length = [np.log1p(len(words(t))) for t in texts]
-    return np.column_stack([emb @ q, cos_fb, cos_fb.mean(1), cos_fb.max(1), scores[:, 0], scores[:, -1],
+    return np.column_stack([emb @ q, cos_cols, cos_fb.mean(1), cos_fb.max(1), scores[:, 0], scores[:, -1],
                             scores[:, 0] - scores[:, -1], kept, pos, overlap, length,
                             np.asarray(from_walk, dtype=np.float64)]).astype(np.float64)
 

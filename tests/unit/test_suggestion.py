@@ -145,6 +145,21 @@ def test_untrained_heads_and_plain_ignores_feedback():
         SuggestionHead(SuggesterConfig("prf", 8, "enc", points=11))
 
 
+def test_a_collection_of_fewer_passages_than_the_feedback_mixes_those_it_has():
+    """A 2-passage collection gives the query 2 feedback passages, not 5: `eqi suggest --model prf`
+    crashed on the rank biases' shape. The weights now mix the query and the passages there are,
+    as if the missing ranks weighed nothing (by hand: softmax over the first 3 logits)."""
+    head = SuggestionHead(SuggesterConfig("prf", 8, "enc", hidden=4, points=2)).eval()
+    ctx = _context()
+    short = ctx[:, :3]
+    w = head.weights(short)
+    assert w.shape == (4, 2, 3)
+    q = short[:, :1]
+    logits = head.score(torch.cat([short, short * q], dim=-1)).transpose(1, 2) + head.rank_bias.view(2, -1)[:, :3]
+    torch.testing.assert_close(w, torch.softmax(logits, dim=-1))
+    assert head(short).shape == (4, 2, 8)
+
+
 def test_several_points_are_distinct_convex_mixes_with_their_own_correction():
     ctx = _context()
     head = SuggestionHead(SuggesterConfig("prf", 8, "enc", hidden=4, points=3)).eval()
@@ -621,6 +636,16 @@ def test_candidate_pool_features_by_hand(natural_space, tiny_suggester):
         assert col["from a feedback walk"][i] == float(pool.texts[i] not in samples)
         assert pool.top1[i] == idx[i][0]
     np.testing.assert_allclose(col["top-1 minus top-10"], scores[:, 0] - scores[:, 9], atol=1e-6)
+    # two feedback passages (a collection of two): the other passages' columns are 0 for every
+    # candidate, so they move every score alike; mean and max are over the two there are
+    from eqi_core.suggestion.rerank import candidate_features
+
+    two = candidate_features(space, "river bank", q, fb[0][:2], pool.texts, np.zeros(len(pool.texts), bool), emb,
+                             (scores, idx))
+    assert two.shape == pool.features.shape
+    at = {name: two[:, i] for i, name in enumerate(FEATURES)}
+    assert not at["cos passage 3"].any() and not at["cos passage 5"].any()
+    np.testing.assert_allclose(at["cos passages mean"], (emb @ docs[fb[0][:2]].T).mean(1), atol=1e-5)
 
 
 def test_ranker_file_round_trips_and_bad_ones_are_one_line(tmp_path):
