@@ -228,6 +228,15 @@ class Block(nn.Module):
         return x, (k, v)
 
 
+def warm_start_layers(n_layers: int, encoder_layers: int) -> list[int]:
+    """Which encoder layer each decoder layer starts from: the first ``n_layers``, or, for a decoder
+    deeper than its encoder, each encoder layer repeated in place (12 from 6: 0, 0, 1, 1, ... 5, 5;
+    stacking, Gong et al. 2019), so that the computation keeps the pretrained order."""
+    if encoder_layers <= 0 or n_layers <= encoder_layers:
+        return list(range(n_layers))
+    return [i * encoder_layers // n_layers for i in range(n_layers)]
+
+
 class BertPrefixDecoder(nn.Module):
     """[prefix(embedding); BOS; tokens] through causal BERT layers; output tied to word embeddings."""
 
@@ -261,10 +270,13 @@ class BertPrefixDecoder(nn.Module):
     # -- warm start ------------------------------------------------------------------------------
     def warm_start(self, bert_state: dict[str, torch.Tensor]) -> int:
         """Copy a BERT encoder's pretrained weights (HF names) into the matching parts: positions,
-        token type 0, embedding norm and the first ``n_layers`` layers. Returns tensors copied."""
+        token type 0, embedding norm and the first ``n_layers`` layers; a decoder deeper than the
+        encoder is stacked (``warm_start_layers``: each encoder layer used in turn, in its order).
+        Returns tensors copied."""
         names = {"emb_norm.weight": "embeddings.LayerNorm.weight", "emb_norm.bias": "embeddings.LayerNorm.bias"}
-        for i in range(self.cfg.n_layers):
-            src, dst = f"encoder.layer.{i}.", f"blocks.{i}."
+        have = sum(1 for k in bert_state if k.endswith("attention.self.query.weight"))
+        for i, j in enumerate(warm_start_layers(self.cfg.n_layers, have)):
+            src, dst = f"encoder.layer.{j}.", f"blocks.{i}."
             for a, b in [("query", "attention.self.query"), ("key", "attention.self.key"), ("value", "attention.self.value"),
                          ("attn_out", "attention.output.dense"), ("attn_norm", "attention.output.LayerNorm"),
                          ("inter", "intermediate.dense"), ("out", "output.dense"), ("out_norm", "output.LayerNorm")]:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from eqi_core.decoder.base import Candidate, DecoderError, as_matrix, card_of, cut_short, dedupe, detokenize, function_words, stutters, words
-from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used
+from eqi_core.decoder.bert import ARCH, STYLES, BertDecoderConfig, BertPrefixDecoder, beam_search, sample, token_ids_used, warm_start_layers
 from eqi_core.decoder.corpus import QUERY_KINDS
 from eqi_core.decoder.cosine import Judge, cosine_term, encoder_judge
 from eqi_core.decoder.lexicon import LEXICON_FILE, Lexicon, constraint_for
@@ -209,6 +209,15 @@ def update_average(average: dict[str, torch.Tensor], model: torch.nn.Module, dec
         torch._foreach_add_(kept, [params[k].detach().float() for k in names], alpha=1 - d)
 
 
+def warm_start_summary(encoder, n_layers: int) -> str:
+    """The card's words for where a new decoder's layers came from."""
+    have = int(getattr(getattr(encoder.model[0].auto_model, "config", None), "num_hidden_layers", n_layers))
+    if n_layers <= have:
+        return f"{encoder.id} transformer layers 0-{n_layers - 1}"
+    order = ", ".join(map(str, warm_start_layers(n_layers, have)))
+    return f"{encoder.id} transformer layers stacked to {n_layers} (each decoder layer from encoder layer {order})"
+
+
 def new_model(encoder, tok, sha: str, out_ids: np.ndarray, cfg: NaturalTraining, state: dict | None = None) -> BertPrefixDecoder:
     """A decoder for ``encoder``, warm-started from its own transformer weights."""
     state = state if state is not None else encoder_state(encoder)
@@ -316,7 +325,7 @@ def train_natural(corpus_path: Path, encoder, store: ArtifactStore, cfg: Natural
                 "trainable_parameters": sum(p.numel() for p in model.parameters()),
                 "output_vocabulary": len(out_ids),
                 "warm_start": (f"the trained decoder {start['folder']} (weights {start['weights_sha256']})" if start
-                               else f"{encoder.id} transformer layers 0-{cfg.n_layers - 1}"),
+                               else warm_start_summary(encoder, cfg.n_layers)),
                 **({"init": start} if start else {}),
                 **({"styles": {"names": list(STYLES), "decodes": STYLES[0],
                                "trained": "each text's own: query-log texts 0, passage sentences 1"}} if cfg.styles else {}),

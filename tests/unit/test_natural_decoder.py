@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from eqi_core.decoder.base import DecoderError
-from eqi_core.decoder.bert import BertDecoderConfig, BertPrefixDecoder, beam_search
+from eqi_core.decoder.bert import BertDecoderConfig, BertPrefixDecoder, beam_search, warm_start_layers
 from eqi_core.decoder.corpus import CorpusRecipe, build_corpus, crops, passage_heldout, query_heldout, read_corpus
 from eqi_core.decoder.natural import NaturalTraining, train_loop
 from eqi_core.decoder.natural_eval import first_content_words, fluency, lexicon_of, top_cosine_words
@@ -57,6 +57,20 @@ def test_warm_start_copies_the_encoder_layers():
     torch.testing.assert_close(model.blocks[1].inter.weight, state["encoder.layer.1.intermediate.dense.weight"])
     torch.testing.assert_close(model.pos.weight[:5], state["embeddings.position_embeddings.weight"][:5])
     torch.testing.assert_close(model.token_type, state["embeddings.token_type_embeddings.weight"][0])
+
+
+def test_a_deeper_decoder_is_stacked_from_the_encoder_layers_in_order():
+    assert warm_start_layers(12, 6) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert warm_start_layers(3, 2) == [0, 0, 1] and warm_start_layers(4, 6) == [0, 1, 2, 3]
+    state = bert_state(layers=2)
+    cfg = BertDecoderConfig(encoder_id="tiny", encoder_dim=16, vocab_size=VOCAB, tokenizer_sha="x", bos_id=1, eos_id=2,
+                            pad_id=0, word_dim=HIDDEN, n_out=VOCAB - 3, hidden=HIDDEN, n_layers=4, n_heads=4, d_ff=64,
+                            n_prefix=2, max_len=8)
+    model = BertPrefixDecoder(cfg, state["embeddings.word_embeddings.weight"], torch.arange(2, VOCAB))
+    assert model.warm_start(state) == 4 * 16 + 2 + 2  # every decoder layer got a pretrained one
+    for block, source in zip(model.blocks, (0, 0, 1, 1)):
+        torch.testing.assert_close(block.query.weight, state[f"encoder.layer.{source}.attention.self.query.weight"])
+        torch.testing.assert_close(block.out_norm.bias, state[f"encoder.layer.{source}.output.LayerNorm.bias"])
 
 
 def test_cached_decoding_equals_a_full_forward():
