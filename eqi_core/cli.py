@@ -1810,16 +1810,16 @@ def traverse_cmd(
     typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     hit = trav.first_top1()
     if int(space.ranks(trav.query_emb, space.passage_index(target))[0]) == 1:
-        typer.echo(f"the query as typed already ranks {target} first")
+        typer.echo(f"the query as typed already ranks passage {target} first")
         typer.echo(f"the first reformulation that does too: {hit['decoded']!r} (step {hit['step']})" if hit is not None
                    else f"no reformulation does; best rank {trav.best()['target_rank']}")
     else:
         typer.echo(f"what should have been asked: {hit['decoded']!r} (step {hit['step']})" if hit is not None
-                   else f"no step ranks {target} first; best rank {trav.best()['target_rank']}")
+                   else f"no step ranks passage {target} first; best rank {trav.best()['target_rank']}")
     if ranker is not None and ranker != encoder:
         ranks = table[f"gold_rank_{ranker}"]
         first = table[(ranks == 1).fillna(False) & ~table["original"].astype(bool)]
-        typer.echo(f"under {ranker}: the query as typed ranks {target} {rank_labels(ranks).iloc[0]}; "
+        typer.echo(f"under {ranker}: the query as typed ranks passage {target} {rank_labels(ranks).iloc[0]}; "
                    + (f"first ranked first at step {first['step'].iloc[0]}: {first['decoded'].iloc[0]!r}" if len(first)
                       else "no reformulation ranks it first"))
     if output:

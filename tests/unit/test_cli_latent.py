@@ -32,7 +32,7 @@ def test_traverse_and_decode():
         assert result.exit_code == 0, result.output
         assert "target_rank" in result.output
         first = int((scores >= scores[ids.index(target)]).sum()) == 1  # ties against the target
-        assert (f"the query as typed already ranks {target} first" in result.output) == first
+        assert (f"the query as typed already ranks passage {target} first" in result.output) == first
         assert ("the first reformulation that does too" in result.output or "no reformulation does" in result.output) if first \
             else ("what should have been asked" in result.output or "best rank" in result.output)
         seen.append(first)
@@ -102,7 +102,7 @@ def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_
     own = run.loc[run["doc_id"] == "d3", "score"].iloc[0]
     expected = int((run["score"] >= own).sum())
     assert steps["gold_rank_bm25"].iloc[0] == expected and steps["ndcg10_bm25"].between(0, 1).all()
-    assert f"under bm25: the query as typed ranks d3 {expected}" in result.output and "<NA>" not in result.output
+    assert f"under bm25: the query as typed ranks passage d3 {expected}" in result.output and "<NA>" not in result.output
 
 
 def test_exposure_map_in_process():
