@@ -14,6 +14,16 @@ from eqi_core.errors import DataError
 log = logging.getLogger(__name__)
 
 PASSAGE_COLUMNS = ["doc_id", "title", "text"]
+
+
+def titled(title: str, text: str) -> str:
+    """A passage as rankers index it and pages show it: "title. text", or whichever of the two it has
+    (a title-only passage is "title.", with nothing trailing)."""
+    if not title:
+        return text
+    return f"{title}. {text}" if text else f"{title}."
+
+
 QUERY_COLUMNS = ["query_id", "text"]
 QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
 
@@ -185,7 +195,7 @@ class Collection:
         """Texts as rankers index them: title and body joined."""
         titles = self.passages["title"].fillna("")
         texts = self.passages["text"].fillna("")
-        return [f"{t}. {x}" if t else x for t, x in zip(titles, texts)]
+        return [titled(t, x) for t, x in zip(titles, texts)]
 
     def passage_text(self, doc_id: str) -> str | None:
         """One passage's text as rankers index it (title and body joined); None for an id that is
@@ -195,7 +205,7 @@ class Collection:
             return None
         title, text = self.passages["title"].iat[at], self.passages["text"].iat[at]
         title, text = ("" if pd.isna(title) else title), ("" if pd.isna(text) else text)
-        return f"{title}. {text}" if title else text
+        return titled(title, text)
 
     @cached_property
     def _text_hashes(self) -> np.ndarray:

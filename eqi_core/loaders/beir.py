@@ -24,6 +24,19 @@ def is_beir_dir(path: Path) -> bool:
     return all((path / name).is_file() or (path / f"{name}.gz").is_file() for name in ("corpus.jsonl", "queries.jsonl"))
 
 
+def is_beir_zip(path: Path) -> bool:
+    """A zip file holding the BEIR layout, at its top or in one folder (what the sidebar may list):
+    a file merely named .zip, or a zip of something else, is not offered as a collection."""
+    if not (path.suffix.lower() == ".zip" and path.is_file() and zipfile.is_zipfile(path)):
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            depths = [(PurePosixPath(n).name, len(PurePosixPath(n).parts)) for n in z.namelist() if not n.endswith("/")]
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return all(any(name in (n, f"{n}.gz") and depth <= 2 for name, depth in depths) for n in ("corpus.jsonl", "queries.jsonl"))
+
+
 class _Source:
     """Files of a BEIR collection, from a folder or a zip, by their name inside the layout."""
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.loaders.beir import is_beir_dir, load_beir
+from eqi_core.loaders.beir import is_beir_dir, is_beir_zip, load_beir
 from eqi_core.loaders.irds import load_irds
 from eqi_core.loaders.msmarco import is_msmarco_dir, load_msmarco
 from eqi_core.loaders.query_log import QUERY_LOG_FILE
@@ -192,7 +192,7 @@ def discover_collections(roots: list[Path] | None = None) -> dict[str, str]:
                 found[f"{child.name} (BEIR)"] = f"beir:{child}"
             elif child.is_dir() and is_msmarco_dir(child):
                 found[f"{child.name} (MS MARCO)"] = f"msmarco:{child}"
-            elif child.suffix == ".zip":
+            elif is_beir_zip(child):
                 found[f"{child.stem} (BEIR zip)"] = f"beir:{child}"
     return found
 

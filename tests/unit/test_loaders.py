@@ -322,9 +322,11 @@ def test_first_view_query_is_the_curated_one_else_the_first_judged_one_else_the_
 def test_one_passage_text_by_id_as_rankers_index_it():
     from eqi_core.collection import Collection
 
-    passages = pd.DataFrame({"doc_id": ["d1", "d2"], "title": ["", "Banks"], "text": ["a river bank", "money"]})
+    passages = pd.DataFrame({"doc_id": ["d1", "d2", "d3"], "title": ["", "Banks", "Title only"],
+                             "text": ["a river bank", "money", None]})
     coll = Collection("hand", passages, pd.DataFrame({"query_id": ["q1"], "text": ["bank"]}))
-    assert [coll.passage_text(d) for d in ("d1", "d2")] == coll.passage_texts() == ["a river bank", "Banks. money"]
+    assert [coll.passage_text(d) for d in ("d1", "d2", "d3")] == coll.passage_texts() \
+        == ["a river bank", "Banks. money", "Title only."]  # nothing trailing after a title alone
     assert coll.passage_text("d9") is None  # named by a run, not in the collection
 
 
@@ -400,3 +402,22 @@ def test_gzip_compressed_runs_qrels_and_query_logs_read_as_their_text(tmp_path):
     (tmp_path / "bad.trec.gz").write_bytes(b"\x1f\x8bnot deflate at all")
     with pytest.raises(DataError, match=r"bad.trec.gz: a damaged gzip file"):
         read_run(tmp_path / "bad.trec.gz")
+
+
+def test_the_sidebar_lists_beir_folders_and_zips_of_the_layout_only(tmp_path):
+    from eqi_core.loaders import discover_collections
+
+    shutil.copytree(TINY_BEIR, tmp_path / "folder")
+    with zipfile.ZipFile(tmp_path / "zipped.zip", "w") as z:  # one top folder, as BEIR's downloads are
+        for f in sorted(TINY_BEIR.rglob("*")):
+            if f.is_file():
+                z.write(f, f"zipped/{f.relative_to(TINY_BEIR).as_posix()}")
+    (tmp_path / "notes.zip").write_text("not a zip", encoding="utf-8")
+    with zipfile.ZipFile(tmp_path / "photos.zip", "w") as z:
+        z.writestr("holiday/readme.txt", "no collection here")
+    with zipfile.ZipFile(tmp_path / "deep.zip", "w") as z:  # the layout two folders down: not what the loader reads
+        z.writestr("a/b/corpus.jsonl", '{"_id": "d1", "text": "x"}\n')
+        z.writestr("a/b/queries.jsonl", '{"_id": "q1", "text": "x"}\n')
+    found = {label: spec for label, spec in discover_collections([tmp_path]).items() if not spec.startswith("wordnet")}
+    assert found == {"folder (BEIR)": f"beir:{tmp_path / 'folder'}", "zipped (BEIR zip)": f"beir:{tmp_path / 'zipped.zip'}"}
+    assert len(load_collection(found["zipped (BEIR zip)"]).passages) == len(load_collection(found["folder (BEIR)"]).passages)
