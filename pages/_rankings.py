@@ -13,6 +13,7 @@ from eqi_core.loaders.registry import check_path_within_roots, web_log_for
 from eqi_core.rankers import RANKERS, ranker_spec
 from eqi_core.uploads import list_uploads, store_result_log
 from pages._state import exposure_setup_or_stop, get_store
+from pages._text import literal
 
 SOURCE_KEY = "exp_log"  # a result log's path ("" = the sidebar's ranker); in the URL as log=
 
@@ -53,10 +54,10 @@ def rankings_source(collection, ranker_id: str) -> str:
             if check_path_within_roots(wanted).is_file():
                 logs[wanted] = f"{Path(wanted).name} (from the link)"
         except DataError as exc:
-            st.warning(f"Ignoring the link's result log: {exc}")
+            st.warning(f"Ignoring the link's result log: {literal(exc)}")
     options = [""] + list(logs)
     if wanted not in options:
-        st.warning(f"Ignoring the link's result log {wanted!r}: not a file beside the collection or uploaded.")
+        st.warning(f"Ignoring the link's result log {literal(repr(wanted))}: not a file beside the collection or uploaded.")
         st.session_state[SOURCE_KEY] = ""
     with st.expander("Rankings: " + (logs.get(st.session_state.get(SOURCE_KEY) or "", "") or
                                      f"{ranker_spec(ranker_id).name}, run here"), icon=":material/list_alt:"):
@@ -70,7 +71,7 @@ def rankings_source(collection, ranker_id: str) -> str:
             try:
                 path = store_result_log(get_store(), up.name, up.getvalue())
             except DataError as exc:
-                st.error(str(exc))
+                st.error(literal(exc))
             else:
                 st.session_state["_exp_log_pending"] = str(path.resolve())
                 st.rerun()

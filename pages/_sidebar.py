@@ -9,6 +9,7 @@ from eqi_core.errors import DataError
 from eqi_core.loaders import discover_collections
 from eqi_core.loaders.registry import LOG_SEPARATOR, check_within_roots
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS
+from pages._text import literal
 from pages._url import URL_NAMES, incoming
 
 COLLECTION_KEY = "collection_spec"
@@ -87,7 +88,7 @@ def sidebar() -> None:
         try:
             _choose(COLLECTION_KEY, check_within_roots(arriving["collection"]))
         except DataError as exc:
-            st.warning(f"Ignoring the link's collection: {exc}")
+            st.warning(f"Ignoring the link's collection: {literal(exc)}")
     if "ranker" in arriving and arriving["ranker"] in RANKERS:
         _choose(RANKER_KEY, arriving["ranker"])
     from eqi_core.uploads import uploaded_collections

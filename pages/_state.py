@@ -20,6 +20,7 @@ from eqi_core.runs import Run
 from eqi_core.store import ArtifactStore
 from pages._progress import with_progress
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY
+from pages._text import literal
 
 # Curated first-run example on the WordNet default (home page and the Latent traversal page's default):
 # a logged query whose gold sense MiniLM-L6 ranks low, fixed along the walk (chosen with `eqi traverse`).
@@ -51,7 +52,7 @@ def current_collection() -> Collection | None:
         with st.spinner(f"Loading collection {spec}..."):
             return get_collection(spec)
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
         return None
 
 
@@ -75,7 +76,7 @@ def ranker_by_id(ranker_id: str):
         _index_with_progress(ranker_id, get_collection(spec))
         return _get_ranker(spec, ranker_id)
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
         return None
 
 
@@ -122,7 +123,7 @@ def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
         source = result_log_digest(ranker_id) if is_result_log(ranker_id) else ""  # a changed log file is another setup
         return _get_exposure_setup(spec, ranker_id, space, source)
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
         st.stop()
 
 
@@ -153,7 +154,7 @@ def latent_space_or_stop(spec: str, encoder_id: str, decoder_folder: str = ""):
                           lambda p: open_space(collection, store, encoder_id, progress=p))
         return _get_latent_space(spec, encoder_id, decoder_folder)
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
         st.stop()
 
 
@@ -179,7 +180,7 @@ def suggestion_space_or_stop(spec: str, encoder_id: str):
     try:
         return _get_suggestion_space(spec, encoder_id)
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
         st.stop()
 
 

@@ -9,6 +9,7 @@ from eqi_core.loaders.registry import LOG_SEPARATOR
 from eqi_core.uploads import store_beir_zip, store_collection_files, store_query_log
 from pages._sidebar import use_collection
 from pages._state import get_store
+from pages._text import literal
 
 
 def _switch_to(spec: str, what: str) -> None:
@@ -32,7 +33,7 @@ def add_your_data(current_spec: str) -> None:
                 try:
                     _switch_to(store_beir_zip(get_store(), up.name, up.getvalue()), f"Collection {up.name}")
                 except DataError as exc:
-                    st.error(str(exc))
+                    st.error(literal(exc))
         with files:
             label = st.text_input("Name", key="up_label", placeholder="my collection")
             passages = st.file_uploader("Passages: JSONL (_id, text[, title]) or CSV/TSV (id, text[, title])",
@@ -49,7 +50,7 @@ def add_your_data(current_spec: str) -> None:
                                                   (qrels.name, qrels.getvalue()) if qrels is not None else None)
                     _switch_to(spec, f"Collection {label or passages.name}")
                 except DataError as exc:
-                    st.error(str(exc))
+                    st.error(literal(exc))
         with log:
             st.caption("Search this collection's passages with another system's queries, e.g. the MS MARCO log over "
                        "the TREC DL 2019 passages. A count column weights exposure and retrievability.")
@@ -61,4 +62,4 @@ def add_your_data(current_spec: str) -> None:
                     base = current_spec.split(LOG_SEPARATOR)[0]
                     _switch_to(f"{base}{LOG_SEPARATOR}{path}", f"Query log {up_log.name}")
                 except DataError as exc:
-                    st.error(str(exc))
+                    st.error(literal(exc))

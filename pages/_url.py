@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._text import literal
+
 _WRITTEN = "_url_written"  # this session's last few rewrites: [(page, params), ...], newest last
 _KEEP_WRITES = 2  # the stale address is the one before the latest
 URL_NAMES = {"collection_spec": "collection", "ranker_id": "ranker"}  # the sidebar's widgets
@@ -40,7 +42,7 @@ def url_state(spec: dict[str, tuple[str, type, object]]) -> None:
             try:
                 value = cast(arriving[name])
             except (TypeError, ValueError):
-                st.warning(f"Ignoring the link's {name}={arriving[name]!r}: not a valid value.")
+                st.warning(f"Ignoring the link's {literal(name)}={literal(repr(arriving[name]))}: not a valid value.")
                 value = default
             st.session_state[key] = value
         else:

@@ -234,7 +234,7 @@ def where_the_ranker_fails() -> None:
     try:
         eff = _effectiveness(spec, ranker.id, live_run(spec, ranker.id))  # the first run shows progress
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
         return
     cols = st.columns(4)
     for col, (measure, value) in zip(cols, eff.means.items()):

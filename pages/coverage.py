@@ -90,7 +90,7 @@ with st.container(border=True):
     c1, c2 = st.columns(2)
     unknown = [r for r in st.session_state["cov_live"] if r not in RANKERS]
     if unknown:
-        st.warning(f"Ignoring the link's live ranker {', '.join(map(repr, unknown))}: expected ids among "
+        st.warning(f"Ignoring the link's live ranker {literal(', '.join(map(repr, unknown)))}: expected ids among "
                    f"{', '.join(RANKERS)}.")
         st.session_state["cov_live"] = [r for r in st.session_state["cov_live"] if r in RANKERS]
     live_ids = c1.multiselect("Live rankers on this collection", list(RANKERS), key="cov_live",
@@ -118,7 +118,7 @@ try:
         st.info("Choose at least two rankings: live rankers, run files, or uploads.")
         st.stop()
 except DataError as exc:
-    st.error(str(exc))
+    st.error(literal(exc))
     st.stop()
 
 c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
@@ -127,7 +127,7 @@ if st.session_state["cov_measure"] not in MEASURES:
 measure = c1.selectbox("Per-query metric", MEASURES, key="cov_measure", accept_new_options=True,
                        help=f"Any ir_measures measure in [0, 1]: {MEASURE_EXAMPLES}")
 if st.session_state["cov_mode"] not in MODES:
-    st.warning(f"Ignoring mode={st.session_state['cov_mode']!r}: expected one of {', '.join(MODES)}.")
+    st.warning(f"Ignoring mode={literal(repr(st.session_state['cov_mode']))}: expected one of {', '.join(MODES)}.")
     st.session_state["cov_mode"] = MODES[0]
 mode = c2.radio("Reference rankers", MODES, key="cov_mode", horizontal=True,
                 help="chronological: those released before; all-others: every other ranker")
@@ -146,7 +146,7 @@ try:
     values, notes, measure_name = metric_matrix(runs, runs_key, qrels, qrels_key, measure)
     table, weights = tasc_for(values, mode, dates, baseline if mode == "chronological" else None)
 except DataError as exc:
-    st.error(str(exc))
+    st.error(literal(exc))
     st.stop()
 for note in notes:
     st.info(note, icon=":material/info:")

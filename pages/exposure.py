@@ -55,7 +55,7 @@ doc_id, text = None, None
 if source == "From the collection":
     wanted = st.session_state.get("exp_doc")  # from a link, or the curated default
     if wanted is not None and wanted not in collection.doc_index and incoming().get("passage") == wanted:
-        st.warning(f"The link's passage {wanted!r} is not in {collection.name}; pick one below.")
+        st.warning(f"The link's passage {literal(repr(wanted))} is not in {literal(collection.name)}; pick one below.")
     c1, c2 = st.columns([1, 2])
     pattern = c1.text_input("Find passages containing", key="exp_find", placeholder="a word or phrase of the passage")
     found = collection.find_passages(pattern, limit=200)
@@ -142,7 +142,7 @@ try:
     result = passage_exposure(setup, methods, [main_spec, relq_rbp(1.0, 1.0, n_dq), relq_exh_ndcg(n_dq)], n_qd, n_dq,
                               doc_id=doc_id, text=text)
 except DataError as exc:
-    st.error(str(exc))
+    st.error(literal(exc))
     st.stop()
 for note in result.notes:
     st.info(note, icon=":material/info:")
@@ -310,7 +310,7 @@ else:
                                                                                 doc_id=doc_id, text=text,
                                                                                 exact=result.exact))
         except DataError as exc:
-            st.error(str(exc))
+            st.error(literal(exc))
     done = st.session_state.get("_exp_generated")
     if done and done[0] == wanted:
         generated = g = done[1]  # for the audit report too

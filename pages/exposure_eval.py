@@ -23,6 +23,7 @@ from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup, small_log_notice
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
 from pages._state import current_collection
+from pages._text import literal
 from pages._url import copy_link, page_header, sync_url, within
 
 sidebar()
@@ -63,7 +64,7 @@ try:
         offer.empty()
     res = cached_table2(setup, int(n_test), int(n_dq), config)
 except DataError as exc:
-    st.error(str(exc))
+    st.error(literal(exc))
     st.stop()
 
 st.subheader(f"Table 2: mean RELQ over {res['test_passages']:,} held-out passages")

@@ -44,14 +44,14 @@ if st.session_state.get("lat_decoder") in DECODER_ALIASES:  # links made before 
     st.session_state["lat_decoder"] = DECODER_ALIASES[st.session_state["lat_decoder"]]
 for key, allowed, default in (("lat_mode", MODES, "linear"), ("lat_decoder", DECODER_NAMES, "decoder+rerank")):
     if st.session_state.get(key) not in allowed:
-        st.warning(f"Ignoring {key[4:]}={st.session_state.get(key)!r}: expected one of {', '.join(allowed)}.")
+        st.warning(f"Ignoring {key[4:]}={literal(repr(st.session_state.get(key)))}: expected one of {', '.join(allowed)}.")
         st.session_state[key] = default
 if not 1 <= int(st.session_state.get("lat_steps", 10)) <= 20:
-    st.warning(f"Ignoring k={st.session_state['lat_steps']}: the number of steps must be between 1 and 20.")
+    st.warning(f"Ignoring k={literal(st.session_state['lat_steps'])}: the number of steps must be between 1 and 20.")
     st.session_state["lat_steps"] = 10
 others = [f.name for f in shipped_natural_decoders(encoder_id)[1:]]  # shipped beside the default, e.g. to compare
 if st.session_state.get("lat_weights", "") not in ("", *others):
-    st.warning(f"Ignoring weights={st.session_state['lat_weights']!r}: expected one of {', '.join(others) or 'none'} "
+    st.warning(f"Ignoring weights={literal(repr(st.session_state['lat_weights']))}: expected one of {', '.join(others) or 'none'} "
                "(assets/decoders).")
     st.session_state["lat_weights"] = ""
 weights = ""
@@ -127,7 +127,7 @@ if params not in results:
                         lambda done, total: bar.progress(done / total, text=f"Decoded step {done - 1} of {total - 1}"))
     except DataError as exc:
         bar.empty()
-        st.error(str(exc))
+        st.error(literal(exc))
         st.stop()
     bar.empty()
     if len(results) > 64:
@@ -267,7 +267,7 @@ if pasted.strip():
     try:
         decoded = space.decode_text(pasted, decode_with, int(n_decoded))
     except DataError as exc:
-        st.error(str(exc))
+        st.error(literal(exc))
     else:
         st.dataframe(decoded, hide_index=True, key="lat_decoded",
                      column_config={"cos to passage": st.column_config.NumberColumn(format="%.3f")})

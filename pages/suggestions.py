@@ -54,7 +54,7 @@ link = page_header("Query suggestions", "Better queries for a search, from model
                    "kept): with pseudo-relevance feedback (the ranker's top-5 passages) and without.", URL)
 encoder_id = latent_encoder("Suggestions are made, and first scored,")
 if st.session_state.get("sug_model") not in CHOICES:
-    st.warning(f"Ignoring model={st.session_state.get('sug_model')!r}: expected one of {', '.join(CHOICES)}.")
+    st.warning(f"Ignoring model={literal(repr(st.session_state.get('sug_model')))}: expected one of {', '.join(CHOICES)}.")
     st.session_state["sug_model"] = "all"
 space = suggestion_space_or_stop(spec, encoder_id)
 warn_about_language(space)
@@ -83,7 +83,7 @@ if key not in tables:
         try:
             tables[key] = suggestion_table(space, get_store(), query, model)
         except DataError as exc:
-            st.error(str(exc))
+            st.error(literal(exc))
             st.stop()
     if len(tables) > 64:
         tables.pop(next(iter(tables)))

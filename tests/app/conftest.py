@@ -1,4 +1,5 @@
 """AppTest fixtures: the app with the fixture collections as data roots."""
+import re
 from pathlib import Path
 
 import pytest
@@ -18,3 +19,8 @@ def app(monkeypatch):
 def sidebar_select(app: AppTest, label: str):
     """The sidebar's "Collection" or "Ranker" picker (its key changes when the app switches it)."""
     return next(s for s in app.sidebar.selectbox if s.label == label)
+
+
+def as_read(markdown: str) -> str:
+    """What a reader sees of an escaped Markdown message (``pages._text.literal``): the backslashes gone."""
+    return re.sub(r"\\(.)", r"\1", markdown)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.app.conftest import as_read
 from tests.conftest import TINY_BEIR
 
 
@@ -84,7 +85,7 @@ def test_exposure_link_to_an_unknown_passage_or_too_deep_a_cut_says_so(app):
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "passage": "no-such-id", "nqd": "5000"})
     app.switch_page("pages/exposure.py").run()
     assert not app.exception, app.exception
-    warnings = " ".join(w.value for w in app.warning)
+    warnings = " ".join(as_read(w.value) for w in app.warning)
     assert "passage 'no-such-id' is not in" in warnings and "nqd=5000 is outside" in warnings
     assert app.selectbox(key="exp_doc").value != "no-such-id" and app.slider(key="exp_nqd").value == 100
 
@@ -106,3 +107,12 @@ def test_coverage_link_with_an_unknown_ranker_and_mode_says_what_it_ignored(app)
     assert "Ignoring the link's live ranker 'nosuch'" in warnings and "Ignoring mode='weird'" in warnings
     assert app.multiselect(key="cov_live").value == ["bm25", "minilm-l3-onnx"]
     assert app.radio(key="cov_mode").value == "chronological"
+
+
+def test_a_link_value_is_shown_as_written_not_as_markdown(app):
+    """A shared link is someone else's text: a Markdown link in it must not become a link in our warning."""
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "k": "[click here](https://example.org)"})
+    app.run()
+    assert not app.exception
+    shown = [w.value for w in app.warning if "Ignoring the link's k=" in w.value]
+    assert shown and r"\[click here\]\(https" in shown[0] and "[click here](" not in shown[0]

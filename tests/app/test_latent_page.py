@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from tests.app.conftest import as_read
 from tests.conftest import FIXTURES, TINY_BEIR
 
 
@@ -145,17 +146,17 @@ def test_other_shipped_decoder_weights_can_be_chosen_and_linked(app):
     assert at.query_params["weights"] in ("natural-minilm-l6-real", ["natural-minilm-l6-real"])
     assert list(at.dataframe[0].value["step"]) == list(default_steps["step"])  # the same walk, decoded by other weights
     linked = open_page(app, query="river bank", weights="no-such-weights")
-    assert any("weights='no-such-weights'" in w.value for w in linked.warning)
+    assert any("weights='no-such-weights'" in as_read(w.value) for w in linked.warning)
     assert linked.selectbox(key="lat_weights").value == ""
 
 
 def test_bad_input_gives_one_line_messages(app):
     at = open_page(app, query="river bank", target="no-such-passage", k="99", mode="zigzag")
     assert any("k=99" in w.value for w in at.warning) and any("mode='zigzag'" in w.value for w in at.warning)
-    assert any("target passage 'no-such-passage'" in e.value for e in at.error)
+    assert any("target passage 'no-such-passage'" in as_read(e.value) for e in at.error)
     at.text_input(key="lat_query").set_value("   ").run()
     assert not at.exception
-    assert any("query: empty" in e.value for e in at.error)
+    assert any("query: empty" in as_read(e.value) for e in at.error)
 
 
 def test_a_collection_without_a_curated_query_opens_on_its_first_judged_query(app):
