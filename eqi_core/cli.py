@@ -1075,6 +1075,8 @@ def train_decoder_cmd(
                                  help="natural: weight of the encoder's judgment of the decoder's own free-running "
                                  "samples (each pushed toward the samples that land closest to their point; 0: none)"),
     samples: int = typer.Option(4, "--samples", min=2, max=64, help="natural, with --cosine: samples drawn per point"),
+    prefix: int = typer.Option(8, "--prefix", min=1, max=64, help="natural: how many vectors the embedding enters as "
+                               "(a learned projection in front of the tokens)"),
 ) -> None:
     """Train a query decoder for an encoder; resumable (rerun the same command to continue)."""
     import time
@@ -1096,6 +1098,7 @@ def train_decoder_cmd(
         from eqi_core.decoder.natural import NaturalTraining, train_natural
 
         cfg = NaturalTraining(steps=steps or 12000, batch_size=batch_size or 512, lr=lr or 5e-4, n_layers=layers or 6, seed=seed,
+                              n_prefix=prefix,
                               query_share=query_share, noise=noise, warmup=1000 if warmup is None else warmup,
                               dropout=dropout, word_dropout=word_dropout, styles=styles, average=average,
                               cosine=cosine, samples=samples)

@@ -64,6 +64,7 @@ class NaturalTraining:
         checks = [(self.steps >= 1, "steps must be >= 1"), (self.batch_size >= 2, "batch_size must be >= 2"),
                   (0 < self.lr < 1, "lr must be in (0, 1)"), (0 <= self.query_share <= 1, "query_share must be in [0, 1]"),
                   (self.noise >= 0, "noise must be >= 0"), (1 <= self.n_layers <= 12, "n_layers must be in 1..12"),
+                  (1 <= self.n_prefix <= 64, "n_prefix must be in 1..64"),
                   (4 <= self.max_len <= 128, "max_len must be in 4..128"),
                   (0 <= self.dropout < 1, "dropout must be in [0, 1)"), (0 <= self.word_dropout < 1, "word_dropout must be in [0, 1)"),
                   (0 <= self.average < 1, "average must be in [0, 1)"), (self.cosine >= 0, "cosine must be >= 0"),

@@ -743,3 +743,12 @@ def test_corpus_version_2_never_trains_on_evaluated_queries(tmp_path):
         build_corpus(recipe, tmp_path / "b.parquet")
         passages = read_corpus(tmp_path / "b.parquet")[0].query("kind == 'passage'")["text"].tolist()
         assert ("How to bake bread" in passages) == cut and "The oven must be hot before the dough goes in" in passages
+
+
+def test_the_number_of_prefix_vectors_is_a_checked_setting():
+    from eqi_core.decoder.natural import NaturalTraining
+
+    NaturalTraining(n_prefix=16).validate()
+    for bad in (0, 65):
+        with pytest.raises(DataError, match="n_prefix must be in 1..64"):
+            NaturalTraining(n_prefix=bad).validate()
