@@ -67,6 +67,17 @@ def _file_to_write(ctx: typer.Context, param: typer.CallbackParam, value: Path |
     return value
 
 
+def _decoder_folder(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """A ``--decoder`` folder: a note on stderr, before any work, when a natural decoder has no word list."""
+    if value is not None and not ctx.resilient_parsing:
+        from eqi_core.decoder.natural import missing_word_list_note
+
+        note = missing_word_list_note(value)
+        if note:
+            typer.echo(f"note: {note}", err=True)
+    return value
+
+
 def _folder_to_write(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
     """An output folder option, checked before any work (as ``_file_to_write``)."""
     if value is None or ctx.resilient_parsing:
@@ -985,7 +996,7 @@ def decoder_synthetic_cmd(
     corpus: Path | None = typer.Option(None, "--corpus", help="the corpus of real text (eqi decoder-corpus), or one this command "
                                        "augmented (a further round: its samples are kept); default: built from "
                                        "../shared/data into the store"),
-    decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder",
+    decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder", callback=_decoder_folder,
                                  help="the trained natural decoder that samples"),
     points: int = typer.Option(200_000, "-n", "--points", min=1, max=5_000_000,
                                help="sampling points (one sample each; about 65% survive the filters)"),
@@ -1143,7 +1154,7 @@ def _latent_space(collection: str, encoder: str, decoder: Path | None, exclude_h
     return space, heldout_q
 
 
-DecoderOpt = typer.Option(None, "--decoder", help="a checkpoint folder (card.json + decoder.safetensors); "
+DecoderOpt = typer.Option(None, "--decoder", callback=_decoder_folder, help="a checkpoint folder (card.json + decoder.safetensors); "
                           "default: trained on this collection in the store, else the one shipped in assets/")
 EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encoder whose space is decoded")
 
@@ -1250,7 +1261,7 @@ def train_suggestion_ranker_cmd(
     export: Path | None = typer.Option(None, "--export", callback=_folder_to_write, help="folder for ranker.json (default: the PRF suggester's own)"),
     pool_samples: int = typer.Option(POOL_SAMPLES, "--pool-samples", min=1, help="nucleus samples at the predicted points "
                                      "in each pool (shared out among them), for fitting and, via ranker.json, for suggesting"),
-    decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the pools' candidates "
+    decoder: Path | None = typer.Option(None, "--decoder", callback=_decoder_folder, help="another natural decoder to speak the pools' candidates "
                                         "(default: the one the suggesters' cards name, speaks_with); the pools are kept "
                                         "per decoder"),
 ) -> None:
@@ -1380,7 +1391,7 @@ def eval_suggestions_cmd(
     only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, feedback-term, "
                                     "random-term, sampling, centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
                                     "run's lists.jsonl in --output-dir (same collections, queries and seed)"),
-    decoder: Path | None = typer.Option(None, "--decoder", help="another natural decoder to speak the suggestions "
+    decoder: Path | None = typer.Option(None, "--decoder", callback=_decoder_folder, help="another natural decoder to speak the suggestions "
                                         "(e.g. assets/decoders/natural-minilm-l6); default: the one the suggesters' "
                                         "cards name (speaks_with)"),
     suggester: list[Path] = typer.Option([], "--suggester", help="a suggester folder in place of the one of its kind "

@@ -539,6 +539,16 @@ def load_natural(folder: Path, encoder, beam: int = 8) -> NaturalDecoderModel:
     return NaturalDecoderModel(model, tok, {**card, "_folder": str(folder)}, beam, lexicon)
 
 
+def missing_word_list_note(folder: Path) -> str | None:
+    """A note when a natural decoder's folder has no word list beside its weights (trained where
+    WordNet was not, say): it then decodes freely and may write made-up words; None otherwise."""
+    folder = Path(folder)
+    if not is_natural_card(folder) or (folder / LEXICON_FILE).is_file():
+        return None
+    return (f"{folder} has no word list ({LEXICON_FILE}): its decoding may write made-up words; "
+            f"`eqi decoder-lexicon --decoder {folder}` writes one")
+
+
 def is_natural_card(folder: Path) -> bool:
     try:
         return json.loads((Path(folder) / CARD).read_text(encoding="utf-8")).get("config", {}).get("arch") == ARCH
@@ -547,4 +557,5 @@ def is_natural_card(folder: Path) -> bool:
 
 
 __all__ = ["NaturalTraining", "train_natural", "load_natural", "NaturalDecoderModel", "save_natural", "write_lexicon",
+           "missing_word_list_note",
            "words"]

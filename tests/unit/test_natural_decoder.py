@@ -17,7 +17,7 @@ from eqi_core.decoder.corpus import CorpusRecipe, build_corpus, crops, passage_h
 from eqi_core.decoder.natural import NaturalTraining, train_loop
 from eqi_core.decoder.natural_eval import first_content_words, fluency, lexicon_of, top_cosine_words
 from eqi_core.errors import DataError
-from tests.conftest import TINY_BEIR
+from tests.conftest import ROOT, TINY_BEIR
 
 VOCAB, HIDDEN = 40, 32
 
@@ -752,3 +752,27 @@ def test_the_number_of_prefix_vectors_is_a_checked_setting():
     for bad in (0, 65):
         with pytest.raises(DataError, match="n_prefix must be in 1..64"):
             NaturalTraining(n_prefix=bad).validate()
+
+
+def test_a_natural_decoder_without_its_word_list_is_noted_before_any_work(tmp_path):
+    """Trained where WordNet was not, a decoder has no lexicon.txt.gz: it decodes freely (made-up words
+    possible), so every --decoder that takes it says so first, with the command that writes one."""
+    import gzip
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from eqi_core.cli import app
+    from eqi_core.decoder.natural import missing_word_list_note
+
+    folder = tmp_path / "dec"
+    folder.mkdir()
+    shutil.copy(ROOT / "assets" / "decoders" / "natural-minilm-l6" / "card.json", folder)
+    assert missing_word_list_note(folder) == (f"{folder} has no word list (lexicon.txt.gz): its decoding may write "
+                                              f"made-up words; `eqi decoder-lexicon --decoder {folder}` writes one")
+    result = CliRunner().invoke(app, ["decode", "river bank", "-c", f"beir:{TINY_BEIR}", "--decoder", str(folder)])
+    assert result.stderr.splitlines()[0] == f"note: {missing_word_list_note(folder)}"
+    assert isinstance(result.exception, DataError) and "decoder.safetensors" in str(result.exception)  # then its own error
+    (folder / "lexicon.txt.gz").write_bytes(gzip.compress(b"river\n"))
+    assert missing_word_list_note(folder) is None
+    assert missing_word_list_note(tmp_path) is None  # not a decoder folder: the loaders say what is wrong
