@@ -47,7 +47,7 @@ url_state(URL)
 WEB_LOG_DEMO_PASSAGE = "2022689"  # chocolate and Nobel prizes, shown to dark-chocolate health queries (README)
 
 head, link = st.columns([5, 1])
-head.title(collection.name)
+head.title(literal(collection.name))
 st.caption(f"source `{collection.source}` · fingerprint `{collection.fingerprint}`")
 for note in [*collection.notes, collection.mis_decoded_note()]:
     if note:

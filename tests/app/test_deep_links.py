@@ -10,7 +10,7 @@ def test_collection_page_link_opens_the_same_search(app):
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "q": "piano", "k": "3"})
     app.run()
     assert not app.exception
-    assert app.title[0].value == "tiny_beir"
+    assert as_read(app.title[0].value) == "tiny_beir"
     assert app.text_input(key="search_query").value == "piano" and app.number_input(key="search_k").value == 3
     assert len(app.dataframe[0].value) <= 3
     app.text_input(key="search_query").set_value("river").run()

@@ -2,7 +2,7 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP
+from tests.app.conftest import APP, as_read
 from tests.conftest import SHARED_DATA, shared_dataset
 
 pytestmark = pytest.mark.data
@@ -19,7 +19,7 @@ def test_dl19_with_the_ms_marco_log_opens_on_the_collection_page(monkeypatch):
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Passages"] == "14,581" and metrics["Queries"] == "6,980"
-    assert "msmarco-passage-dev-subset.tsv" in at.title[0].value
+    assert "msmarco-passage-dev-subset.tsv" in as_read(at.title[0].value)
     assert any("A realistic audit" in m.value for m in at.markdown)  # its own box, linking its curated passage
     # MS MARCO's mis-decoded characters ("thatâ€™s") are repaired in what the page shows, not in the data
     browse = next(d.value for d in at.dataframe if "title" in d.value.columns and len(d.value) == 500)
