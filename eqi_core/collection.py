@@ -14,6 +14,8 @@ from eqi_core.errors import DataError
 log = logging.getLogger(__name__)
 
 PASSAGE_COLUMNS = ["doc_id", "title", "text"]
+QUERY_COLUMNS = ["query_id", "text"]
+QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
 
 
 def titled(title: str, text: str) -> str:
@@ -22,10 +24,6 @@ def titled(title: str, text: str) -> str:
     if not title:
         return text
     return f"{title}. {text}" if text else f"{title}."
-
-
-QUERY_COLUMNS = ["query_id", "text"]
-QRELS_COLUMNS = ["query_id", "doc_id", "relevance"]
 
 
 def percent(part: float, whole: float) -> str:
