@@ -553,6 +553,7 @@ def exposure(
     from eqi_core.matching import with_shared_words, word_overlap_line
 
     formats = _formats(figure_formats)  # a wrong name fails before any map is built
+    relq_rbp(gamma_qd, gamma_dq)  # so does a patience outside (0, 1]
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
     if compare is not None:

@@ -153,6 +153,20 @@ def test_exposure_of_an_unknown_passage_id_fails_before_any_map_is_built(monkeyp
     assert err.startswith("error: passage id 'no-such-id' is not in the collection") and "\n" not in err
 
 
+@pytest.mark.parametrize("option, value", [("--gamma-qd", "1.5"), ("--gamma-dq", "0"), ("--gamma-qd", "nan")])
+def test_exposure_with_a_patience_outside_0_1_fails_before_any_map_is_built(monkeypatch, capsys, option, value):
+    def no_map(*args, **kwargs):
+        raise AssertionError("the exposure map was prepared for a patience RELQ cannot use")
+
+    monkeypatch.setattr("eqi_core.exposure.setup.prepare_exposure", no_map)
+    monkeypatch.setattr("sys.argv", ["eqi", "exposure", "d1", "-c", TINY, "-r", "bm25", option, value])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.startswith("error: patience gamma = ") and "expected a value in (0, 1]" in err
+    assert "\n" not in err
+
+
 def test_judgments_of_a_query_and_of_a_passage():
     out = runner.invoke(app, ["judgments", "-c", TINY, "--query", "q1"]).output
     assert out.splitlines()[0] == "# query q1: 'river bank', 3 judged passages"
