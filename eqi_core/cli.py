@@ -375,39 +375,50 @@ def tasc(
     Wilcoxon tests between every pair; the dashboard's comparison report with -o."""
     from eqi_core.coverage import compute_matrix, tasc_table
     from eqi_core.coverage.drilldown import query_drilldown, query_judgments
+    from eqi_core.coverage.per_query import parse_measure
     from eqi_core.coverage.significance import CORRECTIONS, formatted_tests, pairwise_tests, readable_tests
     from eqi_core.coverage.sources import combine_runs, live_runs, load_run_files
-    from eqi_core.coverage.tasc import tasc_weights
+    from eqi_core.coverage.tasc import reference_sets, tasc_weights
     from eqi_core.errors import DataError as _DataError
     from eqi_core.figure_export import figure_formats as _formats
     from eqi_core.loaders.trec import read_qrels
     from eqi_core.rankers import release_date_for
     from eqi_core.reports import coverage_report
 
-    if correction not in CORRECTIONS:  # before any work: nothing printed or written on bad input
+    # Every check before any ranking (a live dense ranker over a large collection takes minutes):
+    # nothing is printed or written on bad input.
+    if correction not in CORRECTIONS:
         raise _DataError(f"--correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
     formats = _formats(figure_formats)
+    parse_measure(measure)
+    twice = next((r for i, r in enumerate(rankers) if r in rankers[:i]), None)
+    if twice is not None:
+        raise _DataError(f"--ranker {twice}: named twice; name each ranker once")
+    for rid in rankers:
+        ranker_spec(rid)
     store = _store()
     files = load_run_files(list(run_files))
     coll = _load(collection, store) if collection else None
     if rankers and coll is None:
         raise _DataError("--ranker needs --collection (the rankers run that collection's queries)")
-    units = {"indexing": "passage", "ranking": "query"}
-    live = live_runs(coll, list(rankers), store,
-                     progress_for=lambda rid, stage: tqdm_progress(f"{rid}: {stage}", units[stage])) if rankers else {}
-    runs = combine_runs(live, files)
     if qrels is not None:
         judgments = read_qrels(qrels)
     elif coll is not None:
         judgments = coll.qrels
     else:
         raise _DataError("no judgments: give --qrels FILE or --collection SPEC")
-    dates = {name: release_date_for(name) for name in runs}
+    names = list(combine_runs(dict.fromkeys(rankers), files))  # the names the rankings will have
+    dates = {name: release_date_for(name) for name in names}
     for item in release:
         name, sep, date = item.partition("=")
-        if not sep or name not in runs:
-            raise _DataError(f"--release {item!r}: expected NAME=YYYY-MM with NAME one of {', '.join(runs)}")
+        if not sep or name not in names:
+            raise _DataError(f"--release {item!r}: expected NAME=YYYY-MM with NAME one of {', '.join(names)}")
         dates[name] = date
+    reference_sets(names, mode, dates, baseline)  # two or more rankings, the mode, every date, the baseline
+    units = {"indexing": "passage", "ranking": "query"}
+    live = live_runs(coll, list(rankers), store,
+                     progress_for=lambda rid, stage: tqdm_progress(f"{rid}: {stage}", units[stage])) if rankers else {}
+    runs = combine_runs(live, files)
     matrix = compute_matrix(runs, judgments, measure)
     if query is not None and query not in matrix.values.index:
         raise _DataError(f"--query {query!r}: not one of the {len(matrix.values):,} judged queries with a relevant "

@@ -62,7 +62,7 @@ def test_tasc_cli_drills_into_one_query(files):
 
 def test_tasc_cli_unknown_query_is_one_line(files, monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["eqi", "tasc", "--qrels", str(files / "q.qrels"), "--run", str(files / "old.trec"),
-                                     "--run", str(files / "new.trec"), "--query", "q9"])
+                                     "--run", str(files / "new.trec"), "--mode", "all-others", "--query", "q9"])
     with pytest.raises(SystemExit):
         main()
     err = capsys.readouterr().err.strip()
@@ -83,6 +83,33 @@ def test_tasc_cli_errors_are_one_line(files, monkeypatch, capsys, extra, message
         main()
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["-r", "bm25", "-r", "bm25"], "--ranker bm25: named twice"),
+    (["-r", "bm25", "-r", "nope"], "ranker 'nope': unknown"),
+    (["-r", "bm25"], "expected at least two, got 1"),
+    (["-r", "bm25", "-r", "minilm-l6", "--measure", "nope"], "metric 'nope' does not exist"),
+    (["-r", "bm25", "-r", "minilm-l6", "--mode", "sideways"], "expected one of chronological"),
+    (["-r", "bm25", "-r", "minilm-l6", "--baseline", "ghost"], "baseline 'ghost' is not among the rankers"),
+    (["-r", "bm25", "-r", "minilm-l6", "--release", "bm25=lately"], "release date of 'bm25' is 'lately'"),
+    (["-r", "bm25", "--run", "{files}/old.trec", "--mode", "chronological"], "missing for old"),
+])
+def test_tasc_cli_live_rankers_fail_before_any_ranking(files, monkeypatch, capsys, extra, message):
+    """A live dense ranker over a large collection ranks for minutes: a mistyped option used to be
+    reported only after every ranker had run."""
+    from tests.conftest import TINY_BEIR
+
+    def no_ranking(*args, **kwargs):
+        raise AssertionError("the rankers ran before the options were checked")
+
+    monkeypatch.setattr("eqi_core.coverage.sources.live_runs", no_ranking)
+    argv = ["eqi", "tasc", "-c", f"beir:{TINY_BEIR}", *[a.format(files=files) for a in extra]]
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and message in err and "\n" not in err
 
 
 def test_tasc_cli_bad_run_line_and_single_run(files, monkeypatch, capsys):
