@@ -1171,16 +1171,30 @@ DecoderOpt = typer.Option(None, "--decoder", callback=_decoder_folder, help="a c
 EncoderOpt = typer.Option("minilm-l6", "--encoder", "-e", help="the dense encoder whose space is decoded")
 
 
-def _suggestion_space(collection: str, encoder: str, exclude_heldout: bool = True, decoder: Path | None = None):
-    """A collection's latent space with the natural decoder that speaks the shipped suggesters
-    (``suggestion_decoder``; suggestions speak natural language everywhere; ``decoder``: another
-    natural decoder), held-out queries hidden from every pool."""
-    from eqi_core.decoder.space import open_space
+def _with_heldout(spec: str):
+    """A spec's collection and its hash-held-out query ids (never walked, trained or tuned on)."""
     from eqi_core.decoder.train import DecoderTraining, heldout_split
+
+    coll = _load(spec)
+    return coll, heldout_split(coll, DecoderTraining().heldout_share)[0]
+
+
+def _judged_among(coll, query_ids) -> bool:
+    """Whether any of these queries has a relevant judged passage with text (a walk's gold passage)."""
+    from eqi_core.judged import gold_passage
+
+    known = set(coll.passages["doc_id"].astype(str))
+    return any(gold_passage(coll.judgments.get(str(q), {}), known) for q in query_ids)
+
+
+def _suggestion_space(collection, encoder: str, exclude_heldout: bool = True, decoder: Path | None = None):
+    """A collection's (a spec's, or one ``_with_heldout`` loaded) latent space with the natural decoder
+    that speaks the shipped suggesters (``suggestion_decoder``; suggestions speak natural language
+    everywhere; ``decoder``: another natural decoder), held-out queries hidden from every pool."""
+    from eqi_core.decoder.space import open_space
     from eqi_core.suggestion.model import suggestion_decoder
 
-    coll = _load(collection)
-    heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
+    coll, heldout_q = _with_heldout(collection) if isinstance(collection, str) else collection
     return open_space(coll, _store(), encoder, decoder or suggestion_decoder(encoder), heldout_q if exclude_heldout else (),
                       progress=tqdm_progress(f"preparing {coll.name}", "item")), heldout_q
 
@@ -1206,7 +1220,8 @@ def reformulations_cmd(
 
     recipe = ReformulationRecipe(steps=steps, beam=beam, max_queries=max_queries, golds_per_query=golds, seed=seed)
     recipe.validate()
-    spaces = [_suggestion_space(c, encoder)[0] for c in collections]
+    loaded = [_with_heldout(c) for c in collections]  # a mistyped spec fails before any collection is encoded
+    spaces = [_suggestion_space(c, encoder)[0] for c in loaded]
     deadline = time.time() + 60 * max_minutes if max_minutes else None
     art = build_reformulations(spaces, _store(), recipe, tqdm_progress("walking", "walk"), deadline)
     if art is None:
@@ -1295,17 +1310,21 @@ def train_suggestion_ranker_cmd(
         raise DataError(f"--pick-penalty {pick_penalty:g}: expected a number >= 0")
     if decoder is not None:
         read_natural_card(decoder)  # a mistyped folder fails before any pool is built
+    chosen = []
+    for spec in collections:  # every collection checked before the first one's pools are built
+        coll, heldout_q = _with_heldout(spec)
+        held = set(map(str, heldout_q))
+        training = [q for q in coll.queries["query_id"].astype(str) if q not in held]
+        if not _judged_among(coll, training):
+            raise DataError(f"{spec}: no judged training queries to fit the ranker on")
+        chosen.append(((coll, heldout_q), training))
     enc = load_encoder(encoder)
     sugg = find_suggester("prf", enc, _store(), suggester)
     started = time.time()
     pools, counts = {}, {}
-    for spec in collections:
-        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False, decoder=decoder)
-        held = set(map(str, heldout_q))
-        items = evaluation_items(space, [q for q in space.collection.queries["query_id"].astype(str) if q not in held],
-                                 queries, seed)
-        if not items:
-            raise DataError(f"{spec}: no judged training queries to fit the ranker on")
+    for loaded, training in chosen:
+        space, _ = _suggestion_space(loaded, encoder, exclude_heldout=False, decoder=decoder)
+        items = evaluation_items(space, training, queries, seed)
         spoken_by = Path(space.model.card.get("_folder", decoder or "")).name
         pools[space.collection.name] = training_pools(space, sugg, items, _store(),
                                                       tqdm_progress(f"candidate pools ({space.collection.name})", "query"),
@@ -1455,6 +1474,14 @@ def eval_suggestions_cmd(
         if not {"collection", "query_id", "method", "suggestions", "best@10"} <= set(earlier.columns):
             raise DataError(f"{source}: expected the columns of eqi eval-suggestions' lists.jsonl "
                             "(collection, query_id, method, suggestions, best@k...)")
+    chosen = []
+    for spec in collections:  # every collection checked before the first one is evaluated (an hour, for some)
+        coll, heldout_q = _with_heldout(spec)
+        pool = coll.queries["query_id"].astype(str).tolist() if all_queries else heldout_q
+        if not _judged_among(coll, pool):
+            raise DataError(f"{spec}: no judged held-out queries to evaluate on (try --all-queries for a collection "
+                            "never used in training)")
+        chosen.append(((coll, heldout_q), pool))
     enc = load_encoder(encoder)
     suggesters = {k: find_suggester(k, enc, _store()) for k in ("plain", "prf")}
     for folder in suggester:
@@ -1464,13 +1491,9 @@ def eval_suggestions_cmd(
     lexicon = real_words(corpus_for(_store(), root)[0], root)
     judge = fluency_judge(_store(), root)
     tables, lists = [], []
-    for spec in collections:
-        space, heldout_q = _suggestion_space(spec, encoder, exclude_heldout=False, decoder=decoder)
-        pool = space.collection.queries["query_id"].astype(str).tolist() if all_queries else heldout_q
+    for loaded, pool in chosen:
+        space, _ = _suggestion_space(loaded, encoder, exclude_heldout=False, decoder=decoder)
         items = evaluation_items(space, pool, queries, seed)
-        if not items:
-            raise DataError(f"{spec}: no judged held-out queries to evaluate on (try --all-queries for a collection "
-                            "never used in training)")
         scored = score_lists(space, suggestion_lists(space, items, suggesters, tqdm_progress(f"suggesting ({space.collection.name})", "query"),
                                                      oracle=oracle, only=rerun))
         if earlier is not None:

@@ -191,6 +191,33 @@ def test_train_suggestion_ranker_fits_on_training_queries_and_the_prf_suggester_
     assert result.exit_code == 0, result.output
 
 
+@pytest.fixture
+def unjudged(tmp_path):
+    """The tiny collection without its judgments: nothing to walk to, evaluate or fit on."""
+    folder = tmp_path / "unjudged"
+    folder.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        shutil.copy(TINY_BEIR / name, folder / name)
+    return f"beir:{folder}"
+
+
+@pytest.mark.parametrize("command,message", [
+    (["eval-suggestions", "--all-queries"], "no judged held-out queries to evaluate on"),
+    (["train-suggestion-ranker"], "no judged training queries to fit the ranker on"),
+    (["reformulations"], "/nonexistent/folder: not a folder or a zip file"),
+])
+def test_every_collection_is_checked_before_the_first_is_opened(monkeypatch, capsys, unjudged, command, message):
+    """With several -c, a mistyped or unjudged later one used to fail only after the earlier ones'
+    evaluation (up to an hour each)."""
+    def no_space(*args, **kwargs):
+        raise AssertionError("a collection was encoded before every -c was checked")
+
+    monkeypatch.setattr("eqi_core.decoder.space.open_space", no_space)
+    later = "beir:/nonexistent/folder" if command == ["reformulations"] else unjudged
+    code, _, err = run_main(monkeypatch, capsys, [command[0], "-c", TINY, "-c", later, *command[1:]])
+    assert code == 2 and message in err and "\n" not in err
+
+
 @pytest.mark.parametrize("argv,message", [
     (["suggest", "", "-c", TINY], "query: empty"),
     (["suggest", "river bank", "-c", TINY, "--model", "nope"], "--model 'nope'"),
