@@ -113,6 +113,12 @@ def _load(spec: str, store: ArtifactStore | None = None):
     return load_collection(spec, store)
 
 
+def _write_csv(frame, path: Path, **to_csv) -> None:
+    """A CSV output, written whole or not at all (a killed run leaves no half file for a reader)."""
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, **to_csv)
+
+
 def _echo_json(obj: dict, output: Path | None) -> None:
     text = json.dumps(obj, indent=2)
     typer.echo(text)
@@ -348,8 +354,7 @@ def evaluate(
                                      "query": listed["query"].str.slice(0, 60)})
             typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output is not None:
-        with atomic_path(output) as tmp:
-            eff.per_query.to_csv(tmp, index=False)
+        _write_csv(eff.per_query, output, index=False)
         typer.echo(f"wrote {len(eff.per_query):,} queries' measures to {output}", err=True)
 
 
@@ -453,10 +458,10 @@ def tasc(
         from eqi_core.figures import coverage as figs
 
         output_dir.mkdir(parents=True, exist_ok=True)
-        matrix.values.to_csv(output_dir / "matrix.csv")
-        table.to_csv(output_dir / "tasc.csv", index=False)
-        tests.to_csv(output_dir / "significance.csv", index=False)
-        (output_dir / "tasc.tex").write_text(tasc_latex(table, matrix.measure), encoding="utf-8")
+        _write_csv(matrix.values, output_dir / "matrix.csv")
+        _write_csv(table, output_dir / "tasc.csv", index=False)
+        _write_csv(tests, output_dir / "significance.csv", index=False)
+        atomic_write(output_dir / "tasc.tex", tasc_latex(table, matrix.measure))
         in_table_order = matrix.values[order]  # legends as the TaSC table lists the rankers
         latest, earliest = order[-1], order[0]  # the page's Pairwise tab opens on this pair
         figures = {"sorted": figs.sorted_per_query(in_table_order, matrix.measure),
@@ -475,7 +480,7 @@ def tasc(
                                  list(figures.values()),
                                  matrix.notes, {r: list(matrix.solved_only_by(r)) for r in runs}, query_text,
                                  readable_tests(tests, correction), drilldown)
-        (output_dir / "report.html").write_text(report, encoding="utf-8")
+        atomic_write(output_dir / "report.html", report)
         typer.echo(f"wrote matrix.csv, tasc.csv, significance.csv, tasc.tex, {len(figures)} figures (HTML + PNG) and "
                    f"report.html (query {focus} drilled into) to {output_dir}")
 
@@ -717,8 +722,7 @@ def retrievability_command(
         for row, text in zip(extremes.itertuples(index=False), texts):
             typer.echo(f"{row.doc_id:>14}  r(d) {row[1]:>6}  {row[2]:6.1%} less  {text[:80]}")
     if output is not None:
-        with atomic_path(output) as tmp:
-            pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values}).to_csv(tmp, index=False)
+        _write_csv(pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values}), output, index=False)
         typer.echo(f"wrote r(d) of {len(summary.values):,} passages to {output}", err=True)
 
 
@@ -874,20 +878,20 @@ def eval_exposure(
         typer.echo(f"({UNDEFINED_TEST_NOTE})")
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
-        res["table"].to_csv(output_dir / "table2.csv")
-        res["per_passage"].to_csv(output_dir / "per_passage.csv", index=False)
+        _write_csv(res["table"], output_dir / "table2.csv")
+        _write_csv(res["per_passage"], output_dir / "per_passage.csv", index=False)
     if grid:
         t3 = training_size_grid(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("grid", "step"))
         typer.echo("Training-size grid (Residual, RELQ_RBP,RBP(0.5,0.9)):")
         typer.echo(t3.to_string(float_format=lambda v: f"{v:.3f}"))
         if output_dir:
-            t3.to_csv(output_dir / "table3.csv")
+            _write_csv(t3, output_dir / "table3.csv")
     if expanding:
         f2 = expanding_log(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("expanding log", "step"))
         typer.echo("Expanding log (no retraining):")
         typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         if output_dir:
-            f2.to_csv(output_dir / "expanding_log.csv", index=False)
+            _write_csv(f2, output_dir / "expanding_log.csv", index=False)
     if figures:
         from eqi_core.figure_export import write_figure_files
 
@@ -971,7 +975,7 @@ def eval_generative_cmd(
                        f"copy baseline {row.copy_query!r}: rank {row.copy_rank:.0f})")
         if output_dir:
             output_dir.mkdir(parents=True, exist_ok=True)
-            res.to_csv(output_dir / f"generative-{name.split()[0]}.csv", index=False)
+            _write_csv(res, output_dir / f"generative-{name.split()[0]}.csv", index=False)
     if output_dir:
         atomic_write(output_dir / "summary.json", json.dumps(summary, indent=1))
 
@@ -1400,8 +1404,7 @@ def suggest_cmd(
         typer.echo(fed.assign(**{"passage".ljust(width): passages.str.ljust(width)}).to_string(
             index=False, float_format=lambda v: f"{v:.3f}"))
     if output:
-        with atomic_path(output) as tmp:
-            table.to_csv(tmp, index=False)
+        _write_csv(table, output, index=False)
 
 
 @app.command("eval-suggestions")
@@ -1505,8 +1508,7 @@ def eval_suggestions_cmd(
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_path(output_dir / "summary.csv") as tmp:
-            table.to_csv(tmp, index=False)
+        _write_csv(table, output_dir / "summary.csv", index=False)
         with atomic_path(output_dir / "lists.jsonl") as tmp:
             pd.concat(lists, ignore_index=True).to_json(tmp, orient="records", lines=True)
         from eqi_core.suggestion.model import suggestion_decoder
@@ -1576,8 +1578,7 @@ def rescore_suggestions_cmd(
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_path(output_dir / f"summary_{ranker}.csv") as tmp:
-            table.to_csv(tmp, index=False)
+        _write_csv(table, output_dir / f"summary_{ranker}.csv", index=False)
         with atomic_path(output_dir / f"lists_{ranker}.jsonl") as tmp:
             scored.assign(collection=coll.name).to_json(tmp, orient="records", lines=True)
 
@@ -1639,8 +1640,8 @@ def eval_decoder_cmd(
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
         for name in ("summary", "round_trip", "passage_to_query", "curve", "curve_summary", "suggestions", "suggestion_lists"):
-            res[name].to_csv(output_dir / f"{name}.csv", index=name in ("summary", "suggestions"))
-        (output_dir / "summary.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+            _write_csv(res[name], output_dir / f"{name}.csv", index=name in ("summary", "suggestions"))
+        atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
     if write_card:
         _write_card_metrics(write_card, "metrics", metrics)
 
@@ -1676,11 +1677,11 @@ def _eval_natural(decoder, queries, passages, slow, seed, output_dir, write_card
                "reference_fluency": res["reference_fluency"], "command": " ".join(["eqi", *sys.argv[1:]])}
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
-        res["round_trip"].to_csv(output_dir / "round_trip.csv", index=False)
-        res["by_source"].to_csv(output_dir / "round_trip_by_source.csv", index=False)
+        _write_csv(res["round_trip"], output_dir / "round_trip.csv", index=False)
+        _write_csv(res["by_source"], output_dir / "round_trip_by_source.csv", index=False)
         for key, frame in res["passage_to_query"].items():
-            frame.to_csv(output_dir / f"passage_to_query-{key}.csv", index=False)
-        res["summary"].to_csv(output_dir / "summary.csv")
+            _write_csv(frame, output_dir / f"passage_to_query-{key}.csv", index=False)
+        _write_csv(res["summary"], output_dir / "summary.csv")
         atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
     if write_card:
         if methods:  # replace these methods' rows in the card's evaluation, keep the others
@@ -1706,8 +1707,8 @@ def _compare_on_wordnet(decoder, queries, passages, seed, output_dir, write_card
                "command": " ".join(["eqi", *sys.argv[1:]])}
     if output_dir:
         output_dir.mkdir(parents=True, exist_ok=True)
-        res["round_trip"].to_csv(output_dir / "round_trip.csv", index=False)
-        res["passage_to_query"].to_csv(output_dir / "passage_to_query.csv", index=False)
+        _write_csv(res["round_trip"], output_dir / "round_trip.csv", index=False)
+        _write_csv(res["passage_to_query"], output_dir / "passage_to_query.csv", index=False)
         atomic_write(output_dir / "summary.json", json.dumps(metrics, indent=1))
     if write_card:
         _write_card_metrics(write_card, "wordnet_comparison", metrics)
@@ -1873,7 +1874,7 @@ def traverse_cmd(
                       else "no reformulation ranks it first"))
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(output, index=False)
+        _write_csv(table, output, index=False)
     if figures:
         from eqi_core.figure_export import write_figure_files
         from eqi_core.figures.latent import trajectory, traversal_steps
