@@ -1835,18 +1835,23 @@ def traverse_cmd(
     figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Walk from a query to a passage in the latent space and decode a reformulation at each step."""
-    from eqi_core.decoder.traversal import check_query, traverse
+    from eqi_core.decoder.space import decoder_name
+    from eqi_core.decoder.traversal import check_query, check_walk, traverse
     from eqi_core.figure_export import figure_formats as _formats
     from eqi_core.rankers import build_ranker, ranker_spec
     from eqi_core.suggestion.panel import rank_labels, score_with_ranker
 
     formats = _formats(figure_formats)
+    # every option checked before the collection's space is opened (encoding it takes minutes)
+    query = check_query(query)
+    check_walk(steps, mode)
+    decoder_name(method)
     _warn_spec_like(query, "traverse")
     if ranker is not None:
         ranker_spec(ranker)  # an unknown ranker fails here, in one line
     space, _ = _latent_space(collection, encoder, decoder, exclude_heldout=False)
     _warn_language(space)
-    qid = space.collection.find_query(check_query(query))
+    qid = space.collection.find_query(query)
     _warn_typed(space, query, "query")
     target = target or (space.gold_passage(qid) if qid else None)
     if not target:

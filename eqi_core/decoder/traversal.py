@@ -23,13 +23,18 @@ SOURCE_LABELS = {"decoded": "decoded", "corrected": "corrected (encoder re-ranke
 MODES = ("linear", "slerp")
 
 
-def interpolate(q: np.ndarray, d: np.ndarray, steps: int, mode: str = "linear") -> np.ndarray:
-    """K + 1 points from q (k = 0) to d (k = K). Linear: Eq. 1 in raw space. Slerp: constant angular
-    speed along the great circle between q/|q| and d/|d| (falls back to linear when they coincide)."""
+def check_walk(steps: int, mode: str) -> None:
+    """One line for a walk that cannot be made: K outside 1..MAX_STEPS or an unknown mode."""
     if not 1 <= steps <= MAX_STEPS:
         raise DecoderError(f"K = {steps}: the number of steps must be between 1 and {MAX_STEPS}")
     if mode not in MODES:
         raise DecoderError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+
+
+def interpolate(q: np.ndarray, d: np.ndarray, steps: int, mode: str = "linear") -> np.ndarray:
+    """K + 1 points from q (k = 0) to d (k = K). Linear: Eq. 1 in raw space. Slerp: constant angular
+    speed along the great circle between q/|q| and d/|d| (falls back to linear when they coincide)."""
+    check_walk(steps, mode)
     q = np.asarray(q, dtype=np.float64)
     d = np.asarray(d, dtype=np.float64)
     t = np.arange(steps + 1)[:, None] / steps

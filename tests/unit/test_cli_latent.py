@@ -133,6 +133,25 @@ def test_bad_input_is_one_line(monkeypatch, capsys, argv, message):
     assert exc.value.code == 2 and len(lines) == 1 and message in lines[0] and "Traceback" not in lines[0]
 
 
+@pytest.mark.parametrize("extra,message", [
+    (["-k", "0"], "K = 0: the number of steps must be between 1 and 50"),
+    (["--mode", "zigzag"], "mode 'zigzag': expected one of linear, slerp"),
+    (["--method", "telepathy"], "decoder 'telepathy': expected one of"),
+])
+def test_traverse_options_fail_before_the_space_is_opened(monkeypatch, capsys, extra, message):
+    """Opening a collection's space encodes it (minutes for TREC DL 2019): a mistyped walk option used
+    to be reported only after that."""
+    def no_space(*args, **kwargs):
+        raise AssertionError("the space was opened before the walk's options were checked")
+
+    monkeypatch.setattr("eqi_core.decoder.space.open_space", no_space)
+    monkeypatch.setattr("sys.argv", ["eqi", "traverse", "river bank", "-c", TINY, *extra])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and message in err and "\n" not in err
+
+
 def test_a_query_id_typed_as_the_query_says_it_is_read_as_text(monkeypatch, capsys):
     """`eqi traverse q2` walks from the text "q2", not from the logged query q2: a note says so, then
     the one-line error (a typed text has no gold passage)."""
