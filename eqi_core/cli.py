@@ -89,6 +89,23 @@ def _folder_to_write(ctx: typer.Context, param: typer.CallbackParam, value: Path
     return value
 
 
+def _cards_to_update(ctx: typer.Context, param: typer.CallbackParam, value):
+    """``--write-card`` folders, checked before the evaluation they receive (tens of minutes): each
+    must hold a readable card.json that this process may replace."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    for folder in value if isinstance(value, list) else [value]:
+        card = Path(folder) / "card.json"
+        try:
+            json.loads(card.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{param.opts[0]} {folder}: cannot read its card.json "
+                            f"({getattr(exc, 'strerror', None) or exc}); expected a checkpoint folder") from None
+        if not os.access(card.parent, os.W_OK | os.X_OK):
+            raise DataError(f"{param.opts[0]} {folder}: cannot write into it (permission denied)")
+    return value
+
+
 def _store() -> ArtifactStore:
     return ArtifactStore()
 
@@ -1420,7 +1437,7 @@ def eval_suggestions_cmd(
     seed: int = typer.Option(0, "--seed"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write,
                                            help="write summary.csv, lists.jsonl and summary.json here"),
-    write_card: list[Path] = typer.Option([], "--write-card", help="also store the table in these suggester folders' "
+    write_card: list[Path] = typer.Option([], "--write-card", callback=_cards_to_update, help="also store the table in these suggester folders' "
                                           "card.json (rows of the same collections replaced); the page shows it"),
     only: str | None = typer.Option(None, "--only", help="re-run only these methods (comma-separated: rm3, feedback-term, "
                                     "random-term, sampling, centroid, walks, plain, prf, oracle); the others' lists are read from the earlier "
@@ -1597,7 +1614,8 @@ def eval_decoder_cmd(
     mode: str = typer.Option("linear", "--mode", help="linear or slerp"),
     seed: int = typer.Option(0, "--seed"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=_folder_to_write, help="write CSVs and summary.json here"),
-    write_card: Path | None = typer.Option(None, "--write-card", help="add the metrics to this checkpoint's card.json"),
+    write_card: Path | None = typer.Option(None, "--write-card", callback=_cards_to_update,
+                                           help="add the metrics to this checkpoint's card.json"),
     natural: bool = typer.Option(False, "--natural", help="natural language: round trip on held-out query-log questions, "
                                  "passage -> query on held-out DL19 and SciFact passages, with copy/lookup baselines and fluency"),
     slow: int = typer.Option(100, "--slow", min=1, help="natural: items for the encoder-in-the-loop methods (about 1 s each)"),

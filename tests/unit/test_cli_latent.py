@@ -121,6 +121,9 @@ def test_exposure_map_in_process():
     (["traverse", "river bank", "-c", TINY, "-r", "nope"], "ranker 'nope': unknown"),
     (["decode", "text", "-c", TINY, "--decoder", "/no/such/decoder"], "/no/such/decoder: no card.json; expected a decoder folder"),
     (["eval-decoder", "-c", TINY], "no held-out queries"),
+    (["eval-decoder", "--natural", "--write-card", "/no/such/decoder"],
+     "--write-card /no/such/decoder: cannot read its card.json (No such file or directory); expected a checkpoint folder"),
+    (["eval-decoder", "--natural", "--write-card", __file__.rsplit("/", 1)[0]], "cannot read its card.json"),
     (["exposure-map", "-c", TINY, "-r", "bm25", "--passage-shards", "2", "--engine", "inprocess"], "BM25 maps shard queries only"),
     (["exposure-map", "-c", TINY, "--engine", "spark"], "engine 'spark'"),
 ])

@@ -231,6 +231,7 @@ def test_every_collection_is_checked_before_the_first_is_opened(monkeypatch, cap
     (["train-suggestion-ranker", "-c", TINY, "--pick-penalty", "-1"], "--pick-penalty -1: expected a number >= 0"),
     (["eval-suggestions", "-c", TINY, "--suggester", "assets/suggesters/prf-minilm-l6", "--write-card",
       "assets/suggesters/prf-minilm-l6"], "with --write-card: the cards hold the shipped suggesters' tables"),
+    (["eval-suggestions", "-c", TINY, "--write-card", "/nonexistent/s"], "--write-card /nonexistent/s: cannot read its card.json"),
     (["eval-suggestions", "-c", TINY, "--only", "prf,nope"], "--only prf,nope: expected some of rm3, feedback-term, random-term, sampling"),
     (["eval-suggestions", "-c", TINY, "--only", "prf", "-o", "/nonexistent/ev"],
      "--only: /nonexistent/ev/lists.jsonl not found: --output-dir must hold an earlier run's lists.jsonl"),
