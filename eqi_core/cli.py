@@ -709,6 +709,8 @@ def retrievability_command(
 
     if which not in ("least", "most"):
         raise DataError(f"--list {which}: expected least or most")
+    if compare is not None:
+        ranker_spec(compare)  # a mistyped ranker fails before the first map is built
     setup = _exposure_setup(collection, ranker, 100, run_file=run_file)
     c = setup.collection
     weighted = "count" in c.queries.columns  # a log with frequencies: each search counts, as on the page
@@ -845,9 +847,10 @@ def train_exposure(
     """Train a Residual or Append EQI head (Algorithm 1 + RankNet) from cached embeddings; stored as safetensors."""
     from eqi_core.exposure.learned import TrainingConfig
 
-    setup = _exposure_setup(collection, ranker, 100, run_file=run_file, space=space)
     config = TrainingConfig(arch=arch, steps=steps, n_train_queries=train_queries, n_train_passages=train_passages,
                             lr=lr, seed=seed)
+    config.validate()  # before the map is built
+    setup = _exposure_setup(collection, ranker, 100, run_file=run_file, space=space)
     _, info = setup.learned(config, setup.test_passages(n_test, seed), tqdm_progress(f"training {arch}", "step"))
     typer.echo(json.dumps(info, indent=1, default=str))
 

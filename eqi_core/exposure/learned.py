@@ -111,6 +111,10 @@ class TrainingConfig:
             raise DataError(f"n_train_queries = {self.n_train_queries}: expected a positive number")
         if not 0 <= self.alpha <= 1:
             raise DataError(f"alpha = {self.alpha}: expected a probability in [0, 1]")
+        if not 0 < self.lr < 1:  # NaN fails too
+            raise DataError(f"lr = {self.lr}: expected a learning rate in (0, 1)")
+        if not 0 <= self.dropout < 1:
+            raise DataError(f"dropout = {self.dropout}: expected a probability in [0, 1)")
 
 
 @dataclass

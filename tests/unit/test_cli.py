@@ -167,6 +167,25 @@ def test_exposure_with_a_patience_outside_0_1_fails_before_any_map_is_built(monk
     assert "\n" not in err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["train-exposure", "-c", TINY, "-r", "bm25", "--lr", "-1"], "lr = -1.0: expected a learning rate in (0, 1)"),
+    (["train-exposure", "-c", TINY, "-r", "bm25", "--lr", "nan"], "lr = nan: expected a learning rate in (0, 1)"),
+    (["train-exposure", "-c", TINY, "-r", "bm25", "--arch", "nope"], "architecture 'nope': expected one of residual, append"),
+    (["retrievability", "-c", TINY, "-r", "bm25", "--compare", "nope"], "ranker 'nope': unknown"),
+])
+def test_exposure_commands_check_their_options_before_any_map_is_built(monkeypatch, capsys, argv, message):
+    """A negative learning rate was a torch traceback after the map was built; the others one line after it."""
+    def no_map(*args, **kwargs):
+        raise AssertionError("the exposure map was prepared before the options were checked")
+
+    monkeypatch.setattr("eqi_core.exposure.setup.prepare_exposure", no_map)
+    monkeypatch.setattr("sys.argv", ["eqi", *argv])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.startswith("error: ") and message in err and "\n" not in err
+
+
 def test_judgments_of_a_query_and_of_a_passage():
     out = runner.invoke(app, ["judgments", "-c", TINY, "--query", "q1"]).output
     assert out.splitlines()[0] == "# query q1: 'river bank', 3 judged passages"
