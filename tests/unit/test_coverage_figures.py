@@ -110,6 +110,20 @@ def test_exports(table):
     assert "<html>" in html and "<script src=\"http" not in html  # plotly.js inlined: works offline
 
 
+def test_latex_escapes_what_users_name(table):
+    """Run names come from file names: "bm25&rm3_100%" stopped the compile (only "_" was escaped),
+    and so did a measure such as nDCG(judged_only=True)@10 in the header and the caption."""
+    from eqi_core.coverage.export import latex_text
+
+    named = table.assign(ranker=["bm25&rm3_100%", "run#2 {x}", "a~b^c\\d"][: len(table)])
+    tex = tasc_latex(named, "nDCG(judged_only=True)@10")
+    assert "bm25\\&rm3\\_100\\% & " in tex and "run\\#2 \\{x\\} & " in tex
+    assert "nDCG(judged\\_only=True)@10 &" in tex and "\\caption{Mean nDCG(judged\\_only=True)@10 and TaSC" in tex
+    assert "TaSC max [95\\% CI]" in tex
+    for name in named["ranker"]:  # the caption's escaper writes what pandas writes in the cells
+        assert latex_text(name) in tex
+
+
 def test_rankers_drawn_together_never_share_a_colour():
     from eqi_core.figures.theme import ranker_colours
     from eqi_core.rankers import REGISTRY
