@@ -27,7 +27,7 @@ def small_log_notice(collection, ranker_id: str, page: str, label: str, **params
                           "searches) instead, below" if real_log else "search these passages with a real query log "
                           "instead (Collection page: Add your data, another query log for this collection)")
     if note:
-        st.info(note, icon=":material/info:")
+        st.info(literal(note), icon=":material/info:")
         if real_log:
             st.page_link(page, label=label, icon=":material/travel_explore:",
                          query_params={"collection": real_log, "ranker": ranker_id, **params})
@@ -59,11 +59,11 @@ def rankings_source(collection, ranker_id: str) -> str:
     if wanted not in options:
         st.warning(f"Ignoring the link's result log {literal(repr(wanted))}: not a file beside the collection or uploaded.")
         st.session_state[SOURCE_KEY] = ""
-    with st.expander("Rankings: " + (logs.get(st.session_state.get(SOURCE_KEY) or "", "") or
+    with st.expander("Rankings: " + (literal(logs.get(st.session_state.get(SOURCE_KEY) or "", "")) or
                                      f"{ranker_spec(ranker_id).name}, run here"), icon=":material/list_alt:"):
         st.radio("Exposure from", options, key=SOURCE_KEY, horizontal=False,
                  format_func=lambda p: f"{ranker_spec(ranker_id).name} (the sidebar's ranker, run here)" if not p
-                 else f"Result log: {logs[p]}",
+                 else f"Result log: {literal(logs[p])}",
                  help="A system's result log is a black box's rankings: its file decides who sees what.")
         up = st.file_uploader("Upload a result log: TREC run, or TSV/CSV/Parquet (qid, docid, rank[, score]) over this "
                               "collection's queries", type=["trec", "run", "txt", "tsv", "csv", "parquet", "gz"], key="exp_log_upload")
@@ -94,7 +94,7 @@ def exposure_rankings_and_setup(collection, spec: str, ranker_id: str):
     rankings = rankings_source(collection, ranker_id)
     setup = exposure_setup_or_stop(spec, rankings, ranker_id if ranker_spec(ranker_id).family == "dense" else None)
     for note in setup.notes:
-        st.info(note, icon=":material/info:")
+        st.info(literal(note), icon=":material/info:")
     return rankings, setup
 
 

@@ -51,7 +51,7 @@ head.title(literal(collection.name))
 st.caption(f"source `{collection.source}` · fingerprint `{collection.fingerprint}`")
 for note in [*collection.notes, collection.mis_decoded_note()]:
     if note:
-        st.info(note, icon=":material/info:")
+        st.info(literal(note), icon=":material/info:")
 
 if collection.source == "wordnet:20000":
     with st.container(border=True):
@@ -176,7 +176,7 @@ if ranker is not None and query.strip():
         judged.results[f"rank under {ranker_spec(vs).name}"] = rank_under(judged.results, other.results)
         other.results[f"rank under {ranker_spec(own_id).name}"] = rank_under(other.results, judged.results)
     for note in dict.fromkeys([*judged.notes, *(other.notes if other is not None else [])]):
-        st.warning(note, icon=":material/help:")
+        st.warning(literal(note), icon=":material/help:")
     if judged.query_id is None:
         st.caption("Not a logged query: no judgments to show.")
     else:
@@ -243,7 +243,7 @@ def where_the_ranker_fails() -> None:
     if eff.notes:
         with st.expander(f"Notes on the scoring ({len(eff.notes)})"):
             for note in eff.notes:
-                st.caption(note)
+                st.caption(literal(note))
     left, right = st.columns([1, 1])
     clicked = clicked_data(left.plotly_chart(
         per_query_histogram(eff.per_query["nDCG@10"], "nDCG@10", name, click_hint="click: these queries (right)"),
@@ -278,7 +278,7 @@ def where_the_ranker_fails() -> None:
     if rows:
         row = hardest.iloc[rows[0]]
         links = st.container(horizontal=True)
-        links.button(f"Search “{row['query']}” above", key="eff_search", icon=":material/search:",
+        links.button(f"Search “{literal(row['query'])}” above", key="eff_search", icon=":material/search:",
                      on_click=lambda q=row["query"]: st.session_state.update(search_query=q))
         gold = row["gold passage"] if pd.notna(row["gold passage"]) else None
         link_onward(links, "pages/latent.py", "What should it have asked? (Latent traversal)", ":material/route:",

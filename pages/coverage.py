@@ -149,10 +149,10 @@ except DataError as exc:
     st.error(literal(exc))
     st.stop()
 for note in notes:
-    st.info(note, icon=":material/info:")
+    st.info(literal(note), icon=":material/info:")
 
 # -- TaSC table --------------------------------------------------------------------------------
-st.subheader(f"TaSC ({mode}) and mean {measure_name} over {len(values):,} queries")
+st.subheader(f"TaSC ({mode}) and mean {literal(measure_name)} over {len(values):,} queries")
 shown = table.copy()
 for agg in ("max", "mean"):
     shown[f"TaSC {agg} (95% CI)"] = [
@@ -256,7 +256,7 @@ picked = st.dataframe(drilldown.side, hide_index=True, width="stretch", key=f"co
                       selection_default={"selection": {"cells": [opening]}} if opening else None)
 empty = [r for r in order if side[r].isna().all()]
 if empty:
-    st.caption(f"{', '.join(empty)} returned no passage for this query (scored 0).")
+    st.caption(f"{literal(', '.join(empty))} returned no passage for this query (scored 0).")
 cells = [(row, col) for row, col in picked.selection.cells if col in runs and pd.notna(side.at[row, col])]
 if cells:
     row, col = cells[0]

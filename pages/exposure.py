@@ -129,7 +129,7 @@ try:
             with_progress(f"Training {arch.title()} (Algorithm 1 + RankNet)...", lambda p, c=config: setup.learned(c, held_out, p))
             st.rerun()
 except DataError as exc:
-    st.warning(f"Learned heads unavailable: {exc}")
+    st.warning(f"Learned heads unavailable: {literal(exc)}")
 
 if source == PASTE and not (text or "").strip():
     st.info("Paste a passage to see which queries would expose it.")
@@ -145,7 +145,7 @@ except DataError as exc:
     st.error(literal(exc))
     st.stop()
 for note in result.notes:
-    st.info(note, icon=":material/info:")
+    st.info(literal(note), icon=":material/info:")
 
 # -- results -----------------------------------------------------------------------------------------
 if result.exact is not None:
@@ -315,7 +315,7 @@ else:
     if done and done[0] == wanted:
         generated = g = done[1]  # for the audit report too
         for note in g.notes:
-            st.caption(note)
+            st.caption(literal(note))
         k1, k2, k3 = st.columns(3)
         k1.metric(f"Unseen queries exposing it (top {n_qd})", len(g.unseen_exposing))
         k2.metric("Exposure from the log", g.logged_total)
@@ -351,7 +351,7 @@ def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
     rows = picked.selection.rows
     if rows and str(extremes["doc_id"].iloc[rows[0]]) != doc_id:
         chosen_doc = str(extremes["doc_id"].iloc[rows[0]])
-        st.button(f"Audit {chosen_doc} instead", key="exp_retr_open", icon=":material/visibility:",
+        st.button(f"Audit {literal(chosen_doc)} instead", key="exp_retr_open", icon=":material/visibility:",
                   on_click=lambda: st.session_state.update(exp_source="From the collection", exp_doc=chosen_doc, exp_find=""))
     st.download_button("r(d) of every passage (CSV)", lambda: pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values})
                        .to_csv(index=False).encode(), "retrievability.csv", "text/csv", on_click="ignore", key="exp_retr_csv")  # made when clicked

@@ -263,7 +263,7 @@ decode_with = d1.selectbox("Decoder", DECODER_NAMES, key="lat_decode_method", fo
 n_decoded = d2.number_input("Queries", 1, 10, 5, key="lat_decode_n")
 if pasted.strip():
     for note in space.typed_notes(pasted, "passage"):
-        st.warning(note, icon=":material/help:")
+        st.warning(literal(note), icon=":material/help:")
     try:
         decoded = space.decode_text(pasted, decode_with, int(n_decoded))
     except DataError as exc:

@@ -68,7 +68,7 @@ if not query.strip():
     st.info("Type a query: logged queries with judgments show each suggestion's nDCG@10.")
     st.stop()
 for note in space.typed_notes(query, "query"):
-    st.warning(note, icon=":material/help:")
+    st.warning(literal(note), icon=":material/help:")
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

@@ -16,7 +16,7 @@ def test_default_wordnet_search_for_bank_shows_graded_senses(app):
     assert len(results) == 10
     assert results["text"].str.contains("bank").all()
     assert results["grade"].notna().sum() >= 5  # several senses of "bank", each judged
-    assert any("Logged query `bank`" in c.value for c in app.caption)
+    assert any("Logged query `bank`" in as_read(c.value) for c in app.caption)
 
 
 def test_sidebar_switches_collection_and_ranker(app):
@@ -36,11 +36,11 @@ def test_browser_filters_and_unlogged_query(app):
     app.run()
     sidebar_select(app, "Collection").set_value(f"beir:{TINY_BEIR}").run()
     app.text_input(key="passage_filter").set_value("piano").run()
-    assert any("showing 1 passage (at most 500)" in c.value for c in app.caption)
+    assert any("showing 1 passage (at most 500)" in as_read(c.value) for c in app.caption)
     app.text_input(key="search_query").set_value("zebra migration").run()
     assert not app.exception
-    assert any("No passage shares a term" in w.value for w in app.warning)
-    assert any("Not a logged query" in c.value for c in app.caption) is False  # q5 is logged
+    assert any("No passage shares a term" in as_read(w.value) for w in app.warning)
+    assert any("Not a logged query" in as_read(c.value) for c in app.caption) is False  # q5 is logged
 
 
 def test_a_query_the_dense_ranker_cannot_read_is_searched_with_a_warning(app):
@@ -50,7 +50,7 @@ def test_a_query_the_dense_ranker_cannot_read_is_searched_with_a_warning(app):
     app.text_input(key="search_query").set_value("😀").run()
     assert not app.exception
     assert len(app.dataframe[0].value) == 10
-    assert [w.value for w in app.warning] == [
+    assert [as_read(w.value) for w in app.warning] == [
         "minilm-l3-onnx cannot read this query: “😀” is outside its vocabulary ([UNK]), so its vector, and every "
         "result made from it, says nothing about the query"]
     app.text_input(key="search_query").set_value("river bank").run()
@@ -109,10 +109,10 @@ def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch
     app = AppTest.from_file(APP, default_timeout=600)
     app.run()
     sidebar_select(app, "Collection").set_value(f"beir:{folder}").run()
-    assert not app.exception and not any("word pieces" in c.value for c in app.caption)
+    assert not app.exception and not any("word pieces" in as_read(c.value) for c in app.caption)
     sidebar_select(app, "Ranker").set_value("minilm-l3-onnx").run()
     assert not app.exception
-    assert any(c.value.startswith("minilm-l3-onnx reads at most 128 word pieces: 1 of 3 passages (33%) are longer")
+    assert any(as_read(c.value).startswith("minilm-l3-onnx reads at most 128 word pieces: 1 of 3 passages (33%) are longer")
                for c in app.caption)
 
 
@@ -130,7 +130,7 @@ def test_browse_opens_a_querys_judgments_and_a_passages_judging_queries(app):
     assert any("3 judged passages" in m.value for m in app.markdown)
     app.button(key="browse_search").click().run()  # the query goes to the search box above
     assert app.text_input(key="search_query").value == "river bank"
-    assert any("Logged query `q1`" in c.value for c in app.caption)
+    assert any("Logged query `q1`" in as_read(c.value) for c in app.caption)
 
     passages = next(d.value for d in app.dataframe if "title" in d.value.columns)
     row = passages["doc_id"].tolist().index("d3")
@@ -163,7 +163,7 @@ def test_a_selected_search_result_opens_its_whole_text_judging_queries_and_expos
     # the whole text, the query's words marked as BM25 matches them ("loan" is not in it)
     assert any(m.value == r"Savings\. money saved in a :orange-background[bank] account earns interest over time"
                for m in app.markdown)
-    assert any(c.value.startswith("Words of “bank loan” in it") and c.value.endswith(":orange-background[bank]")
+    assert any(as_read(c.value).startswith("Words of “bank loan” in it") and as_read(c.value).endswith(":orange-background[bank]")
                for c in app.caption)
     # another query starts with nothing selected: its table has another key
     app.text_input(key="search_query").set_value("river bank").run()
@@ -279,3 +279,25 @@ def test_every_download_button_leaves_the_script_alone():
                 if not (on_click and isinstance(on_click[0], ast.Constant) and on_click[0].value == "ignore"):
                     missing.append(f"{path.name}:{node.lineno}")
     assert not missing, missing
+
+
+def test_a_data_note_shows_the_collections_ids_as_written(monkeypatch, tmp_path):
+    """A data note names passages by their ids; an id such as "__init__" was rendered bold (Markdown)."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP
+
+    folder = tmp_path / "odd_ids"
+    folder.mkdir()
+    docs = [{"_id": "__init__", "title": "", "text": ""}, {"_id": "p2", "title": "", "text": "piano keys"}]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "piano"}) + "\n", encoding="utf-8")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
+    app = AppTest.from_file(APP, default_timeout=600)
+    app.run()
+    sidebar_select(app, "Collection").set_value(f"beir:{folder}").run()
+    assert not app.exception
+    (note,) = [i.value for i in app.info if "no text" in i.value]
+    assert "\\_\\_init\\_\\_" in note and as_read(note).startswith("1 of 2 passages has no text ('__init__')")

@@ -28,7 +28,7 @@ def test_a_link_without_a_query_opens_the_first_judged_one(app):
     app.run()
     assert not app.exception
     assert app.text_input(key="search_query").value == first
-    assert any(c.value.startswith(f"Logged query `{tiny.find_query(first)}`") for c in app.caption)
+    assert any(as_read(c.value).startswith(f"Logged query `{tiny.find_query(first)}`") for c in app.caption)
 
 
 def open_exposure_link(app, **params):
@@ -67,7 +67,7 @@ def test_exposure_page_link_to_a_pasted_passage(app):
     params = dict(app.query_params)
     assert "passage" not in params and params["text"] in (["a loan from the bank"], "a loan from the bank")
     app.text_area(key="exp_text").set_value("bank " * 500).run()  # 2,500 characters: not put in the link
-    assert "text" not in dict(app.query_params) and any("leaves out pasted text" in c.value for c in app.caption)
+    assert "text" not in dict(app.query_params) and any("leaves out pasted text" in as_read(c.value) for c in app.caption)
     app.radio(key="exp_source").set_value("From the collection").run()
     assert "text" not in dict(app.query_params) and "passage" in dict(app.query_params)
 
@@ -76,7 +76,7 @@ def test_bad_link_value_is_ignored_with_a_warning(app):
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "k": "many"})
     app.run()
     assert not app.exception
-    assert any("Ignoring the link's k='many'" in w.value for w in app.warning)
+    assert any("Ignoring the link's k='many'" in as_read(w.value) for w in app.warning)
     assert app.number_input(key="search_k").value == 10
 
 
@@ -94,7 +94,7 @@ def test_out_of_range_link_numbers_are_brought_inside_with_a_warning(app):
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "k": "5000"})
     app.run()
     assert not app.exception, app.exception
-    assert any("k=5000 is outside 1–100" in w.value for w in app.warning)
+    assert any("k=5000 is outside 1–100" in as_read(w.value) for w in app.warning)
     assert app.number_input(key="search_k").value == 100
 
 
@@ -103,7 +103,7 @@ def test_coverage_link_with_an_unknown_ranker_and_mode_says_what_it_ignored(app)
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "live": "nosuch,bm25,minilm-l3-onnx", "mode": "weird"})
     app.switch_page("pages/coverage.py").run()
     assert not app.exception, app.exception
-    warnings = " ".join(w.value for w in app.warning)
+    warnings = " ".join(as_read(w.value) for w in app.warning)
     assert "Ignoring the link's live ranker 'nosuch'" in warnings and "Ignoring mode='weird'" in warnings
     assert app.multiselect(key="cov_live").value == ["bm25", "minilm-l3-onnx"]
     assert app.radio(key="cov_mode").value == "chronological"
@@ -114,5 +114,5 @@ def test_a_link_value_is_shown_as_written_not_as_markdown(app):
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "k": "[click here](https://example.org)"})
     app.run()
     assert not app.exception
-    shown = [w.value for w in app.warning if "Ignoring the link's k=" in w.value]
+    shown = [w.value for w in app.warning if "Ignoring the link's k=" in w.value]  # as written: escaped
     assert shown and r"\[click here\]\(https" in shown[0] and "[click here](" not in shown[0]

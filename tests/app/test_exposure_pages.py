@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from eqi_core.reports import exposure_report as make_report  # the real one, bound before any test patches it
+from tests.app.conftest import as_read
 from tests.conftest import FIXTURES, TINY_BEIR
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -69,7 +70,7 @@ def test_exposure_page_by_id_and_pasted(at):
     counts = {d: int((emap.exposing_frame(d)["rank"] <= 10).sum()) for d in emap.doc_ids}
     assert shown_by == max(counts.values()) and counts[first] == shown_by
     assert at.selectbox(key="exp_doc").value == first
-    assert any(f"most logged queries show in their top 10 ({shown_by:,})" in c.value for c in at.caption)
+    assert any(f"most logged queries show in their top 10 ({shown_by:,})" in as_read(c.value) for c in at.caption)
     at.selectbox(key="exp_doc").set_value("d6").run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
@@ -106,7 +107,7 @@ def test_exposure_page_by_id_and_pasted(at):
     assert "Exposing queries (exact)" in [m.label for m in at.metric]
     # its retrievability: the queries that would show it (at n_q->d = 1, set above), among the passages as they are
     n_exact = int(next(m.value for m in at.metric if m.label == "Exposing queries (exact)"))
-    line = next(c.value for c in at.caption if "would rank the pasted passage within" in c.value)
+    line = next(as_read(c.value) for c in at.caption if "would rank the pasted passage within" in as_read(c.value))
     assert line.startswith(f"r(d) = {n_exact} {'query' if n_exact == 1 else 'queries'} would rank the pasted passage "
                            f"within {'its' if n_exact == 1 else 'their'} top 1 ")
     values = prepare_exposure(tiny, "minilm-l3-onnx", ArtifactStore()).exposure
@@ -130,12 +131,12 @@ def test_pasted_passage_has_exact_exposure_under_lexical_and_sparse_rankers(monk
     at.radio(key="exp_source").set_value("Paste a new passage").run()
     at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
     assert not at.exception, at.exception
-    assert not any("without ground truth" in i.value for i in at.info)
+    assert not any("without ground truth" in as_read(i.value) for i in at.info)
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Exposing queries (exact)"]) > 0  # "bank loan interest" at least
     # 12 passages under n_q->d = 100: the lexical rankers' lists hold only the passages they match, so
     # the warning says exposure is mere matching, not that every query exposes every passage
-    deep = [w.value for w in at.warning if "at least the collection's 12 passages" in w.value]
+    deep = [as_read(w.value) for w in at.warning if "at least the collection's 12 passages" in as_read(w.value)]
     assert deep and "merely the queries that retrieve it" in deep[0]
 
 
@@ -147,12 +148,12 @@ def test_exposure_evaluation_page_runs(at):
     if any(b.label == "Run the evaluation" for b in at.button):
         at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
-    assert not any("not been computed yet" in i.value for i in at.info)  # gone once the results are there
+    assert not any("not been computed yet" in as_read(i.value) for i in at.info)  # gone once the results are there
     table = at.dataframe[0].value
     assert "Brute force" in table.index and "Residual" in table.index
     assert table.loc["Brute force"].min() == pytest.approx(1.0)
     # the patience heatmaps say what a click on a cell gives (the click itself: a browser's)
-    assert any("Click a cell for each method's mean RELQ and paired t-test" in c.value for c in at.caption)
+    assert any("Click a cell for each method's mean RELQ and paired t-test" in as_read(c.value) for c in at.caption)
     # every figure of the page downloads for slides, as on the other pages: PNG, SVG and HTML
     ids = [b.proto.id for b in at.get("download_button")]
     for key in ("ev_heat_dl", "ev_rank_size_dl", "ev_lorenz_dl", "ev_traits_dl"):
@@ -173,13 +174,13 @@ def test_exposure_from_an_uploaded_result_log(at, tmp_path):
     assert at.slider(key="exp_ndq").value == 1  # adapted: a tenth of the 5-query log, at least 1
     at.slider(key="exp_ndq").set_value(5).run()
     assert not at.exception, at.exception
-    infos = " | ".join(i.value for i in at.info)
+    infos = " | ".join(as_read(i.value) for i in at.info)
     assert "1 of the run's 3 queries is not in the query log" in infos and "at most 2 results per query" in infos
-    warnings = " | ".join(w.value for w in at.warning)
+    warnings = " | ".join(as_read(w.value) for w in at.warning)
     assert "n_q->d = 100 is at least the collection's 12 passages" in warnings and "lists 100% of the log's 5" in warnings
     exact = [d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"]][0]
     assert exact["rank"].tolist() == [1, 2]  # q1 lists d6 first; q2 second (its file ranks 1 and 3, renumbered)
-    assert "Result log: system.trec (uploaded)" in at.radio(key="exp_log").format_func(at.radio(key="exp_log").value)
+    assert "Result log: system.trec (uploaded)" in as_read(at.radio(key="exp_log").format_func(at.radio(key="exp_log").value))
     # the log against a ranker that runs here: every built-in ranker is offered, the log's own ranks kept
     assert set(at.selectbox(key="exp_compare").options) >= {"BM25", "MiniLM-L3 (dense, ONNX)"}  # labels
     at.selectbox(key="exp_compare").set_value("bm25").run()
@@ -233,7 +234,7 @@ def test_a_link_cannot_name_a_result_log_outside_the_data_roots(at, tmp_path):
     at.query_params["log"] = str(outside)
     at.switch_page("pages/exposure.py").run()
     assert not at.exception, at.exception
-    assert any("outside the configured data roots" in w.value for w in at.warning)
+    assert any("outside the configured data roots" in as_read(w.value) for w in at.warning)
     assert at.radio(key="exp_log").value == ""  # back to the sidebar's ranker
 
 
@@ -264,10 +265,10 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at, reported):
 
     at.switch_page("pages/exposure.py").run()
     at.selectbox(key="exp_doc").set_value("d6").run()
-    assert any("Select a query in any list above" in c.value for c in at.caption)
+    assert any("Select a query in any list above" in as_read(c.value) for c in at.caption)
     exact = next(d.value for d in at.dataframe if list(d.value.columns) == ["query", "rank"])
     n_exact = int(next(m.value for m in at.metric if m.label == "Exposing queries (exact)").replace(",", ""))
-    overlap = next(c.value for c in at.caption if "(as BM25 matches words)" in c.value)
+    overlap = next(as_read(c.value) for c in at.caption if "(as BM25 matches words)" in as_read(c.value))
     assert f"of the {n_exact} exposing queries share a word" in overlap or overlap.startswith(f"All {n_exact} exposing")
     at.session_state["exp_exact"] = {"selection": {"rows": [0], "columns": []}}
     at.run()
@@ -285,7 +286,7 @@ def test_an_exposing_query_shows_what_stands_above_the_passage(at, reported):
     assert f"({query_id}) shows</h2><p>{says[0].upper() + says[1:]}.</p>" in make_report(*reported[-1])
     # why it shows it: the query's words in d6 ("Loans. a bank loan is money lent at interest ..."), as BM25 matches them
     assert exact["query"].iloc[0] == "bank loan interest"
-    assert any(c.value.startswith("Words of “bank loan interest” in this passage") and c.value.endswith(
+    assert any(as_read(c.value).startswith("Words of “bank loan interest” in this passage") and as_read(c.value).endswith(
         ": :orange-background[loans], :orange-background[bank], :orange-background[loan], :orange-background[interest]")
         for c in at.caption)
     walk = next(p for p in at.get("page_link") if p.proto.label.startswith("Walk from “bank loan interest” to this passage"))
@@ -398,7 +399,7 @@ def test_under_another_ranker_shows_who_keeps_gains_and_loses_the_passage(at):
 
     bm25_map = prepare_exposure(tiny, "bm25", ArtifactStore()).exposure
     r_bm25 = len(bm25_map.exposing_frame("d1"))  # n_q->d = 100, the map's depth
-    assert any(c.value.startswith(f"Under BM25: r(d) = {r_bm25}, ") for c in at.caption)
+    assert any(as_read(c.value).startswith(f"Under BM25: r(d) = {r_bm25}, ") for c in at.caption)
     lorenz = next(c for c in at.get("plotly_chart") if "exp_lorenz" in c.proto.id)
     names = [t.name for t in plotly.io.from_json(lorenz.proto.spec).data if t.showlegend is not False]
     assert names[0] == "equality" and [n.split(" (Gini")[0] for n in names[1:]] == ["MiniLM-L3 (dense, ONNX)", "BM25"]
@@ -452,7 +453,7 @@ def test_a_small_log_is_said_and_dl19s_points_to_the_ms_marco_queries(tmp_path, 
     at.run()
     at.switch_page("pages/exposure.py").run()
     assert not at.exception, at.exception
-    note = next(i.value for i in at.info if i.value.startswith("This log holds only"))
+    note = next(as_read(i.value) for i in at.info if as_read(i.value).startswith("This log holds only"))
     assert "MS MARCO passage queries" in note
     link = next(p for p in at.get("page_link") if p.proto.label == "This passage's exposure to the MS MARCO queries")
     from urllib.parse import parse_qs
@@ -462,12 +463,12 @@ def test_a_small_log_is_said_and_dl19s_points_to_the_ms_marco_queries(tmp_path, 
                                                          "passage": at.selectbox(key="exp_doc").value}
     at.switch_page("pages/exposure_eval.py").run()  # the evaluation says the same, and links its own page
     assert not at.exception, at.exception
-    assert any(i.value.startswith("This log holds only") for i in at.info)
+    assert any(as_read(i.value).startswith("This log holds only") for i in at.info)
     link = next(p for p in at.get("page_link") if p.proto.label == "This evaluation on the MS MARCO queries")
     assert link.proto.page == "exposure_eval" and parse_qs(link.proto.query_string)["collection"] == [f"beir:{dl19}+log:{log}"]
     at.switch_page("pages/exposure.py").run()
     # another small collection: the note, with the way to add a log, and no link
     at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
     at.run()
-    assert any(i.value.startswith("This log holds only") and "Add your data" in i.value for i in at.info)
+    assert any(as_read(i.value).startswith("This log holds only") and "Add your data" in as_read(i.value) for i in at.info)
     assert not any(p.proto.label.endswith("MS MARCO queries") for p in at.get("page_link"))

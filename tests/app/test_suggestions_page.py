@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from tests.app.conftest import as_read
 from tests.conftest import FIXTURES, TINY_BEIR
 
 
@@ -27,11 +28,11 @@ def top_ten(at):
 def test_judged_query_shows_each_models_suggestions_with_their_ndcg(app):
     at = open_page(app, query="river bank", model="prf")
     assert at.title[0].value == "Query suggestions"
-    assert any("MiniLM-L6" in c.value for c in at.caption)  # the ONNX ranker has no decoder
-    assert any("Its re-ranker" in c.value and "eqi train-suggestion-ranker" in c.value and "word Jaccard" in c.value
-               and "beam-4 decodings" in c.value and "not refitted" in c.value  # what it was fitted on, and used on
+    assert any("MiniLM-L6" in as_read(c.value) for c in at.caption)  # the ONNX ranker has no decoder
+    assert any("Its re-ranker" in as_read(c.value) and "eqi train-suggestion-ranker" in as_read(c.value) and "word Jaccard" in as_read(c.value)
+               and "beam-4 decodings" in as_read(c.value) and "not refitted" in as_read(c.value)  # what it was fitted on, and used on
                for c in at.caption)
-    assert any("Spoken by" in c.value and "natural-minilm-l6-real" in c.value and "development queries" in c.value
+    assert any("Spoken by" in as_read(c.value) and "natural-minilm-l6-real" in as_read(c.value) and "development queries" in as_read(c.value)
                for c in at.caption)  # which decoder speaks the suggesters, and why (their card's speaks_with)
     table = suggestions(at)
     assert table["model"].iloc[0] == "original query" and table["suggestion"].iloc[0] == "river bank"
@@ -83,32 +84,32 @@ def test_all_models_and_a_typed_query_without_judgments(app):
     assert "nDCG@10" not in table.columns  # no judgments: suggestions without scores
     fed = next(e for e in at.expander if e.label.startswith("What feedback they read")).dataframe[0].value  # PRF, RM3, walks
     assert len(fed) == 5 and "grade" not in fed.columns
-    assert any("no judgments" in c.value for c in at.caption)
+    assert any("no judgments" in as_read(c.value) for c in at.caption)
     assert at.query_params["model"] in ("all", ["all"])
 
 
 def test_a_query_the_encoder_cannot_read_is_warned_about(app):
     at = open_page(app, query="😀", model="plain")
-    assert [w.value for w in at.warning] == [
+    assert [as_read(w.value) for w in at.warning] == [
         "minilm-l6 cannot read this query: “😀” is outside its vocabulary ([UNK]), so its vector, and every result "
         "made from it, says nothing about the query"]
     assert len(suggestions(at)) > 1
     at.text_input(key="sug_query").set_value("wie funktioniert eine Impfung").run()
-    assert [w.value for w in at.warning] == [
+    assert [as_read(w.value) for w in at.warning] == [
         "None of the 4 words of this query are in the decoder's English word list (e.g. “wie”, “funktioniert”, "
         "“eine”, “impfung”): what is decoded from it is written in English words, not in the query's language."]
 
 
 def test_bad_model_in_a_link_is_a_warning(app):
     at = open_page(app, query="river bank", model="best")
-    assert any("Ignoring model='best'" in w.value for w in at.warning)
+    assert any("Ignoring model='best'" in as_read(w.value) for w in at.warning)
     assert at.selectbox(key="sug_model").value == "all"
 
 
 def test_a_collection_in_another_language_is_warned_about(app):
     """A French collection: one warning that suggestions will be English words; suggestions still come."""
     at = open_page(app, collection=f"beir:{FIXTURES / 'tiny_french'}", query="intérêts d'un prêt bancaire", model="prf")
-    notes = [w.value for w in at.warning if "decoder's English word list" in w.value]
+    notes = [as_read(w.value) for w in at.warning if "decoder's English word list" in as_read(w.value)]
     assert len(notes) == 1 and notes[0].startswith("Only ")
     assert len(suggestions(at)) >= 2  # the query and its suggestions
 
@@ -135,7 +136,7 @@ def test_the_sidebars_ranker_scores_every_suggestion_too(app):
         order = sorted(zip(run["score"], run["doc_id"]), reverse=True)  # trec_eval: score, then doc id, descending
         dcg = sum(judged.get(d, 0) / np.log2(r + 2) for r, (_, d) in enumerate(order))
         assert got == pytest.approx(dcg / ideal, abs=1e-9), text
-    assert any(c.value.startswith("Under BM25: the query's nDCG@10") for c in at.caption)
+    assert any(as_read(c.value).startswith("Under BM25: the query's nDCG@10") for c in at.caption)
     assert all(r.isdigit() or r == "> 100" for r in table["gold rank (bm25)"])  # beyond BM25's top 100: said so
     at.radio(key="sug_top_by").set_value(at.radio(key="sug_top_by").options[1]).run()
     top = top_ten(at)
