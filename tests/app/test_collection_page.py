@@ -90,25 +90,31 @@ def test_a_stale_address_sent_back_by_the_browser_does_not_switch_back(app):
     assert app.text_input(key="search_query").value == "river bank"
 
 
-def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch, tmp_path):
-    """MiniLM-L3 reads 128 word pieces: a collection with a 300-word passage says so under a dense
-    ranker (and says nothing under BM25, which reads everything)."""
+def _app_on(monkeypatch, tmp_path, docs: list[dict], query: str):
+    """The app on a small BEIR collection of ``docs`` and one query, chosen in the sidebar."""
     import json
 
     from streamlit.testing.v1 import AppTest
 
     from tests.app.conftest import APP
 
-    folder = tmp_path / "long_docs"
+    folder = tmp_path / "collection"
     folder.mkdir()
-    docs = [{"_id": "p1", "title": "", "text": "river bank " * 150}, {"_id": "p2", "title": "", "text": "piano keys"},
-            {"_id": "p3", "title": "", "text": "savings account at a bank"}]
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "river"}) + "\n", encoding="utf-8")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": query}) + "\n", encoding="utf-8")
     monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
     app = AppTest.from_file(APP, default_timeout=600)
     app.run()
     sidebar_select(app, "Collection").set_value(f"beir:{folder}").run()
+    return app
+
+
+def test_a_dense_ranker_says_how_many_passages_it_reads_only_in_part(monkeypatch, tmp_path):
+    """MiniLM-L3 reads 128 word pieces: a collection with a 300-word passage says so under a dense
+    ranker (and says nothing under BM25, which reads everything)."""
+    app = _app_on(monkeypatch, tmp_path, [{"_id": "p1", "title": "", "text": "river bank " * 150},
+                                          {"_id": "p2", "title": "", "text": "piano keys"},
+                                          {"_id": "p3", "title": "", "text": "savings account at a bank"}], "river")
     assert not app.exception and not any("word pieces" in as_read(c.value) for c in app.caption)
     sidebar_select(app, "Ranker").set_value("minilm-l3-onnx").run()
     assert not app.exception
@@ -283,21 +289,8 @@ def test_every_download_button_leaves_the_script_alone():
 
 def test_a_data_note_shows_the_collections_ids_as_written(monkeypatch, tmp_path):
     """A data note names passages by their ids; an id such as "__init__" was rendered bold (Markdown)."""
-    import json
-
-    from streamlit.testing.v1 import AppTest
-
-    from tests.app.conftest import APP
-
-    folder = tmp_path / "odd_ids"
-    folder.mkdir()
-    docs = [{"_id": "__init__", "title": "", "text": ""}, {"_id": "p2", "title": "", "text": "piano keys"}]
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "piano"}) + "\n", encoding="utf-8")
-    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
-    app = AppTest.from_file(APP, default_timeout=600)
-    app.run()
-    sidebar_select(app, "Collection").set_value(f"beir:{folder}").run()
+    app = _app_on(monkeypatch, tmp_path, [{"_id": "__init__", "title": "", "text": ""},
+                                          {"_id": "p2", "title": "", "text": "piano keys"}], "piano")
     assert not app.exception
     (note,) = [i.value for i in app.info if "no text" in i.value]
     assert "\\_\\_init\\_\\_" in note and as_read(note).startswith("1 of 2 passages has no text ('__init__')")
