@@ -602,7 +602,11 @@ def exposure(
     _warn_degenerate(setup, n_qd, n_dq)
     methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
     for arch in ("residual",) if heads else ():
-        model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
+        try:
+            model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
+        except DataError as exc:  # as the page: the exact and reverse lists still stand
+            typer.echo(f"warning: learned heads unavailable: {exc}", err=True)
+            continue
         methods[model.name] = model
     pe = passage_exposure(setup, methods, [spec, relq_exh_ndcg(n_dq)], n_qd, n_dq, doc_id=passage, text=text)
     typer.echo(f"# passage {pe.doc_id or '(pasted)'}: {pe.text[:120]}")

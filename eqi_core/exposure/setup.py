@@ -91,7 +91,7 @@ def degenerate_settings(n_queries: int, n_passages: int, n_qd: int, n_dq: int, r
     deep as the collection (then every passage is exposed by every query; by a ranker that does not
     return every passage, ``retrieves_all`` False, by every query that retrieves it at all)."""
     out = []
-    if n_dq >= n_queries / 2:
+    if n_dq >= n_queries / 2 and n_dq > default_n_dq(n_queries):  # at the least there is, the small-log note says it
         out.append(f"n_d->q = {n_dq} lists {min(1.0, n_dq / max(n_queries, 1)):.0%} of the log's {n_queries:,} queries: "
                    "a method listing that many finds nearly every exposing query, so RELQ with a patient EQI user "
                    f"(e.g. RELQ_RBP,RBP(1,1)) is trivially near 1; use n_d->q <= {default_n_dq(n_queries)} (a tenth of the log)")

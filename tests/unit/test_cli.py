@@ -186,6 +186,17 @@ def test_exposure_commands_check_their_options_before_any_map_is_built(monkeypat
     assert exc.value.code == 2 and err.startswith("error: ") and message in err and "\n" not in err
 
 
+def test_exposure_lists_stand_when_the_head_cannot_be_trained(tmp_path):
+    """A one-passage collection has nothing to train a head on: the exact and reverse lists are printed
+    with a warning, as the page shows them (the command used to end in that error, listing nothing)."""
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "the river bank"}\n', encoding="utf-8")
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "river"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["exposure", "d1", "-c", f"beir:{tmp_path}", "-r", "bm25"])
+    assert result.exit_code == 0, result.output
+    assert "warning: learned heads unavailable: fewer than two passages are exposed" in result.output
+    assert "## exact: 1 query shows it in its top 100" in result.output and "## dense-reverse" in result.output
+
+
 def test_judgments_of_a_query_and_of_a_passage():
     out = runner.invoke(app, ["judgments", "-c", TINY, "--query", "q1"]).output
     assert out.splitlines()[0] == "# query q1: 'river bank', 3 judged passages"

@@ -108,6 +108,8 @@ def test_small_log_warnings_and_default():
     assert any("more than a tenth" in w for w in degenerate_settings(112, 1460, 100, 12))
     assert degenerate_settings(112, 1460, 100, 11) == []  # the default for 112 queries: nothing to warn of
     assert degenerate_settings(4, 1460, 100, 1) == []  # under 10 queries, 1 is the least a list can hold
+    assert degenerate_settings(1, 1460, 100, 1) == []  # even when 1 is the whole log ("use n_d->q <= 1" said nothing)
+    assert any("lists 100% of the log's 2 queries" in w for w in degenerate_settings(2, 1460, 100, 2))
     sparse = degenerate_settings(50, 12, 100, 5, retrieves_all=False)  # BM25: only passages sharing a word
     assert not any("every query exposes every passage," in w for w in sparse)
     assert any("merely the queries that retrieve it" in w for w in sparse)
