@@ -161,12 +161,15 @@ _FITTED_MAX = 16
 def fit_map(emb: np.ndarray, labels: pd.DataFrame, n_neighbors: int = 10, min_dist: float = 0.3,
             metric: str = "cosine", seed: int = 0) -> Projection:
     """UMAP of ``emb`` (rows) with ``labels`` (same length) carried into the result frame. Fits are
-    cached in-process by content, so rerunning a view with the same neighbourhood is instant."""
+    cached in-process by content, so rerunning a view with the same neighbourhood is instant. UMAP
+    needs 4 points: fewer (a walk in a one- or two-passage collection) are laid out linearly
+    (``_linear_map``; ``model`` None)."""
     emb = np.asarray(emb, dtype=np.float32)
     if len(emb) != len(labels):
         raise ValueError(f"{len(emb)} embeddings but {len(labels)} labels")
     if len(emb) < 4:
-        raise ValueError(f"a map needs at least 4 points, got {len(emb)}")
+        xy = _linear_map(emb, metric)
+        return Projection(labels.reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1]), None)
     params = (min(n_neighbors, len(emb) - 1), min_dist, metric, seed)
     key = _key(emb, params)
     model = _fitted.get(key)
@@ -179,6 +182,20 @@ def fit_map(emb: np.ndarray, labels: pd.DataFrame, n_neighbors: int = 10, min_di
         _warm_done.set()
     xy = model.embedding_
     return Projection(labels.reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1]), model)
+
+
+def _linear_map(emb: np.ndarray, metric: str = "cosine") -> np.ndarray:
+    """Up to 3 points in 2-D by PCA (of the unit vectors, for the cosine metric): distances as the
+    metric sees them, up to scale; one point at the origin."""
+    x = emb.astype(np.float64)
+    if metric == "cosine":
+        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    x = x - x.mean(axis=0)
+    u, sing, _ = np.linalg.svd(x, full_matrices=False)
+    xy = np.zeros((len(x), 2))
+    k = min(2, len(sing))
+    xy[:, :k] = u[:, :k] * sing[:k]
+    return xy.astype(np.float32)
 
 
 def trajectory_map(space, trav, k: int = 10, n_queries: int = 15) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -105,6 +105,18 @@ def test_traverse_with_another_ranker_writes_its_ranks_and_says_where_the_query_
     assert f"under bm25: the query as typed ranks passage d3 {expected}" in result.output and "<NA>" not in result.output
 
 
+def test_traverse_in_a_one_passage_collection_draws_its_map(tmp_path):
+    """Too few points for UMAP: the walk's map is laid out linearly, not an error."""
+    folder = tmp_path / "one"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "the river bank"}\n', encoding="utf-8")
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "river"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["traverse", "river", "-t", "d1", "-c", f"beir:{folder}", "-k", "2", "--method", "decoder",
+                                 "--figures", str(tmp_path / "figs")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "figs" / "traversal_map.html").is_file()
+
+
 def test_exposure_map_in_process():
     result = runner.invoke(app, ["exposure-map", "-c", TINY, "-r", "minilm-l3-onnx", "--n-qd", "3"])
     assert result.exit_code == 0, result.output

@@ -329,6 +329,22 @@ def test_a_step_that_decodes_the_query_again_is_drawn_on_the_query(tiny_space):
     assert "decoded step" not in set(points["kind"]) and len(path) == 4
 
 
+def test_a_map_of_fewer_than_four_points_is_linear_and_keeps_their_distances():
+    """UMAP needs 4 points; a walk in a one-passage collection has 3 distinct ones (the Latent page
+    raised "a map needs at least 4 points"). Three unit vectors' distances are kept exactly."""
+    from eqi_core.projection import fit_map
+
+    emb = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 1, 0]], dtype=np.float32)
+    proj = fit_map(emb, pd.DataFrame({"kind": ["a", "b", "c"]}))
+    assert proj.model is None and list(proj.points["kind"]) == ["a", "b", "c"]
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    xy = proj.points[["x", "y"]].to_numpy()
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        assert np.linalg.norm(xy[i] - xy[j]) == pytest.approx(np.linalg.norm(unit[i] - unit[j]), abs=1e-5)
+    one = fit_map(emb[:1], pd.DataFrame({"kind": ["a"]}))
+    assert one.points[["x", "y"]].to_numpy().tolist() == [[0.0, 0.0]]
+
+
 def test_projection_and_figures(tiny_space):
     from eqi_core.decoder.traversal import traverse
     from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
