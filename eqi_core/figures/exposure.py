@@ -46,6 +46,12 @@ def exposure_bars(lists: dict[str, pd.DataFrame], n_qd: int, relq_values: dict[s
                 hovertemplate="#%{x}: %{customdata[0]}<br>passage rank %{customdata[1]}"
                               + (f"<br>{click_hint}" if click_hint else "") + "<extra></extra>"), row=row, col=1)
         fig.update_yaxes(title_text="n_q→d − ρ", range=[0, n_qd * 1.05], row=row, col=1)
+        if not (height > 0).any():  # an empty panel says why, in the exported file too
+            axis = "" if row == 1 else str(row)
+            fig.add_annotation(xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=0.5, showarrow=False,
+                               text=("no logged query listed" if f.empty else "the listed query does not show the passage "
+                                     f"in its top {n_qd}" if len(f) == 1 else f"none of the {len(f)} listed queries shows "
+                                     f"the passage in its top {n_qd}"), font=dict(color="#666666"))
     if len(names) > 1:  # the legend explains the hatching, in grey: the colours are the methods'
         for flag, label in ((False, "only this method"), (True, "retrieved by all methods")):
             fig.add_trace(go.Bar(x=[None], y=[None], name=label, showlegend=True, hoverinfo="skip",

@@ -219,6 +219,14 @@ def test_exposure_figures():
     long = {"A": pd.DataFrame({"position": range(1, 51), "query_id": list("x" * 50), "query": ["q"] * 50,
                                "score": [1.0] * 50, "rank": [1.0] * 50})}
     assert figs.exposure_bars(long, 10).layout.xaxis.dtick is None  # plotly's own ticks on a long list
+    said = {a.text for a in fig.layout.annotations} - {"A (RELQ = 0.500)", "B (RELQ = 0.700)"}
+    assert said == set()  # panels with bars need no word
+    # a passage no query exposes: each empty panel says why (the exported PNG was blank)
+    unseen = {"A": lists["A"].iloc[1:], "B": lists["B"].iloc[:0], "C": lists["A"].assign(rank=np.nan)}
+    said = [(a.text, a.yref) for a in figs.exposure_bars(unseen, 10).layout.annotations if a.yref.endswith("domain")]
+    assert said == [("the listed query does not show the passage in its top 10", "y domain"),
+                    ("no logged query listed", "y2 domain"),
+                    ("none of the 2 listed queries shows the passage in its top 10", "y3 domain")]
     grid = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=[0.5, 1.0], columns=[0.5, 1.0])
     heat = figs.relq_heatmaps({"x": grid, "y": grid})
     assert [t.type for t in heat.data] == ["heatmap", "scatter", "heatmap", "scatter"]  # each panel's clickable cells
