@@ -137,9 +137,13 @@ def exposure_change_scatter(change: pd.DataFrame, name_a: str, name_b: str, n_qd
             hovertemplate=f"%{{customdata[0]}}<br>{name_a}: %{{customdata[1]}}<br>{name_b}: %{{customdata[2]}}<extra></extra>"))
     ticks = [t for t in (1, 10, 25, 50, 75, 100, 250, 500, 1000) if t <= n_qd] + [outside]
     text = [str(t) for t in ticks[:-1]] + [f"not in top {n_qd}"]
-    fig.update_xaxes(title_text=f"rank under {name_a}", range=[0, outside + 2], tickvals=ticks, ticktext=text)
+    # the x axis' last label in two lines, with room on the right: in one line it ran past the plot's
+    # edge and plotly hid it, leaving the "only under B" column unlabelled
+    fig.update_xaxes(title_text=f"rank under {name_a}", range=[0, outside + 2], tickvals=ticks,
+                     ticktext=[*text[:-1], f"not in<br>top {n_qd}"])
     fig.update_yaxes(title_text=f"rank under {name_b}", range=[outside + 2, 0], tickvals=ticks, ticktext=text)
-    return style(fig, f"The passage's rank for each exposing query: {name_a} against {name_b}", height=480)
+    fig = style(fig, f"The passage's rank for each exposing query: {name_a} against {name_b}", height=480)
+    return fig.update_layout(margin=dict(r=max(fig.layout.margin.r or 0, 45)))
 
 
 def _rank_text(ranks: pd.Series) -> np.ndarray:

@@ -57,7 +57,9 @@ def test_change_scatter_places_each_query_by_its_two_ranks():
     assert points == {"higher under dense (1)": [(5, 2)], "lower under dense (1)": [(50, 60)],
                       "only under bm25 (1)": [(1, outside)], "only under dense (1)": [(outside, 7)]}
     assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # rank 1 at the top: above the diagonal is higher
-    assert fig.layout.xaxis.ticktext[-1] == "not in top 100"
+    # in two lines, with room to the right: in one, plotly hid it past the plot's edge (checked in a PNG)
+    assert fig.layout.xaxis.ticktext[-1] == "not in<br>top 100" and fig.layout.yaxis.ticktext[-1] == "not in top 100"
+    assert fig.layout.margin.r >= 45
     shapes = {t.name: t.marker.symbol for t in fig.data if t.mode == "markers"}  # not told apart by colour alone
     assert shapes["higher under dense (1)"] == "triangle-up" and shapes["lower under dense (1)"] == "triangle-down"
     assert len(set(shapes.values())) == len(shapes)
