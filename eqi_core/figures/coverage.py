@@ -7,18 +7,22 @@ import plotly.graph_objects as go
 
 from eqi_core.figures.theme import clickable_cells, ranker_colours, style
 
+FEW_QUERIES = 30  # up to this many, each query of a per-query line is drawn as a marker too
+
 
 def sorted_per_query(values: pd.DataFrame, measure: str) -> go.Figure:
-    """Figure 1: each ranker's per-query metric sorted from best to worst over the query share."""
+    """Figure 1: each ranker's per-query metric sorted from best to worst over the query share; with
+    few queries each is a marker too (a line through one point draws nothing)."""
     fig = go.Figure()
     n = len(values)
     x = (np.arange(n) + 1) / n * 100 if n else []
     colours = ranker_colours(values.columns)
     for r in values.columns:
-        fig.add_trace(go.Scatter(x=x, y=np.sort(values[r].to_numpy())[::-1], name=r, mode="lines",
+        fig.add_trace(go.Scatter(x=x, y=np.sort(values[r].to_numpy())[::-1], name=r,
+                                 mode="lines+markers" if n <= FEW_QUERIES else "lines",
                                  line=dict(color=colours[r], width=2),
                                  hovertemplate=f"{r}<br>top %{{x:.0f}}% of queries: {measure} >= %{{y:.3f}}<extra></extra>"))
-    fig.update_xaxes(title_text="queries, sorted per ranker (%)")
+    fig.update_xaxes(title_text="queries, sorted per ranker (%)", range=[0, 101])
     fig.update_yaxes(title_text=measure, range=[-0.02, 1.02])
     return style(fig, f"Per-query {measure}, sorted")
 

@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,6 +21,9 @@ def test_sorted_per_query_curves():
     fig = figs.sorted_per_query(V, "RR@10")
     assert [t.name for t in fig.data] == ["bm25", "dense", "splade"]
     assert list(fig.data[2].y) == [1.0, 1.0, 0.25, 0.0]
+    assert fig.data[0].mode == "lines+markers"  # 4 queries: each one a marker (one query drew nothing as a line)
+    many = pd.DataFrame({"bm25": np.linspace(0, 1, 100)}, index=[f"q{i}" for i in range(100)])
+    assert figs.sorted_per_query(many, "RR@10").data[0].mode == "lines"
 
 
 def test_pairwise_difference_sorted_and_counted():
