@@ -154,7 +154,9 @@ def trait_probabilities(exposure: ExposureMap, docs: np.ndarray, lists: dict[str
             hit[sel[sel >= 0]] = True
             frame[f"{name} top-{depth}"] = hit
     df = pd.DataFrame(frame)
-    df["group"] = group.astype(str)
-    out = df.groupby("group", sort=False).mean().reset_index()
-    out["queries"] = df.groupby("group", sort=False).size().to_numpy()
+    df["group"] = group  # groups in the order of their bins (by first appearance, the log's first query led)
+    groups = df.groupby("group", observed=True, sort=True)
+    out = groups.mean().reset_index()
+    out["queries"] = groups.size().to_numpy()
+    out["group"] = out["group"].astype(str)
     return out.melt(id_vars=["group", "queries"], var_name="series", value_name="probability")

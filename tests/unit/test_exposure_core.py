@@ -152,8 +152,24 @@ def test_one_torch_thread_is_restored_when_the_last_use_ends_in_any_order():
     assert torch.get_num_threads() == before
 
 
+def test_trait_probabilities_by_hand_in_the_order_of_their_bins(emap):
+    """Paper Figure 3's groups: ordered by their bins, not by where the log's first query fell (the
+    chart's x axis read "[4, 6)", "[6, 40)", "[3, 4)" on SciFact)."""
+    from eqi_core.exposure.audit import trait_probabilities
+
+    traits = pd.DataFrame({"length": [5, 2, 2, 9]})  # q0 in the middle bin, q1 and q2 in the first, q3 in the last
+    lists = {"m": np.array([[2, -1]])}  # the method lists q2 for d1 (q2 does not expose d1; q0, q1, q3 do)
+    out = trait_probabilities(emap, np.array([emap.doc_index("d1")]), lists, traits, "length", bins=[2, 5, 9])
+    wide = out.pivot(index="group", columns="series", values="probability").loc[["[2, 5)", "[5, 9)", "[9, 10)"]]
+    assert out["group"].drop_duplicates().tolist() == ["[2, 5)", "[5, 9)", "[9, 10)"]
+    assert wide["exposing"].tolist() == [0.5, 1.0, 1.0] and wide["m top-10"].tolist() == [0.5, 0.0, 0.0]
+    assert out.drop_duplicates("group")["queries"].tolist() == [2, 1, 1]
+
+
 @pytest.mark.parametrize("field,value,message", [("steps", 0, "steps = 0"), ("alpha", 1.5, "alpha = 1.5"),
-                                                 ("arch", "mlp", "architecture 'mlp'"), ("n_dq", 0, "n_dq = 0")])
+                                                 ("arch", "mlp", "architecture 'mlp'"), ("n_dq", 0, "n_dq = 0"),
+                                                 ("lr", -1.0, "lr = -1.0"), ("lr", float("nan"), "lr = nan"),
+                                                 ("dropout", 1.0, "dropout = 1.0")])
 def test_training_config_validation(field, value, message):
     with pytest.raises(DataError, match=message):
         TrainingConfig(**{field: value}).validate()
