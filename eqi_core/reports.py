@@ -39,7 +39,10 @@ def tool_version() -> str:
         return "unknown"
 
 
-def _table(frame: pd.DataFrame, index: bool = False, floatfmt: str = "{:.4f}") -> str:
+def _table(frame: pd.DataFrame, index: bool = False, floatfmt: str = "{:.4f}", empty: str = "None.") -> str:
+    """An HTML table; ``empty``'s sentence instead of a header with no rows."""
+    if frame.empty:
+        return f"<p class='note'>{html.escape(empty)}</p>"
     whole = [c for c, t in frame.dtypes.items() if isinstance(t, pd.Int64Dtype)]  # na_rep misses their NA: <NA>
     if whole:
         frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), "—") for c in whole})
@@ -88,13 +91,13 @@ def exposure_report(result, meta: dict, figures: list[go.Figure], retrievability
         exact = with_shared_words(result.exact, result.text)
         body.append("<h2>Exposing queries (exact, brute force)</h2>"
                     + (f"<p>{html.escape(word_overlap_line(exact, result.text))}</p>" if len(exact) else "")
-                    + _table(exact))
+                    + _table(exact, empty=f"No logged query shows this passage in its top {result.n_qd}."))
     if result.lists:
         body.append(f"<p class='note'>In the lists below, rank is the passage's exact rank for the found query; "
                     f"— where that query does not show it in its top {result.n_qd}.</p>")
     for name, frame in result.lists.items():
         listed = frame[["position", "query_id", "query", "score", "rank"]].astype({"rank": "Int64"})  # 1, not 1.0000
-        body.append(f"<h2>{html.escape(name)}</h2>" + _table(listed))
+        body.append(f"<h2>{html.escape(name)}</h2>" + _table(listed, empty="No logged query found."))
     for query_id, query, says, top in shown:
         body.append(f"<h2>What “{html.escape(query)}” ({html.escape(query_id)}) shows</h2>"
                     f"<p>{html.escape(says[0].upper() + says[1:])}.</p>" + _table(top))

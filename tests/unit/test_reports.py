@@ -42,6 +42,17 @@ def build_exposure_report(store_dir: Path) -> tuple[str, Path]:
     return page, write_report("exposure-report.html", page)
 
 
+def test_an_empty_list_is_a_sentence_not_a_bare_header(result):
+    """A passage no query exposes had header rows with nothing under them in its report."""
+    import dataclasses
+
+    unseen = dataclasses.replace(result, exact=result.exact.iloc[:0],
+                                 lists={**result.lists, "bm25": result.lists["bm25"].iloc[:0]})
+    page = exposure_report(unseen, {}, [])
+    assert "No logged query shows this passage in its top 3." in page.split("Exposing queries (exact, brute force)</h2>")[1]
+    assert page.split("<h2>bm25</h2>")[1].startswith("<p class='note'>No logged query found.</p>")
+
+
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     return tiny_passage_exposure(tmp_path_factory.mktemp("report_store"))
