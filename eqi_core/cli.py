@@ -1183,12 +1183,10 @@ def train_decoder_cmd(
 def _latent_space(collection: str, encoder: str, decoder: Path | None, exclude_heldout: bool = True):
     from eqi_core.decoder.neural import read_card
     from eqi_core.decoder.space import open_space
-    from eqi_core.decoder.train import DecoderTraining, heldout_split
 
     if decoder is not None:
         read_card(decoder)  # a mistyped --decoder fails now, not after the collection is encoded
-    coll = _load(collection)
-    heldout_q, _ = heldout_split(coll, DecoderTraining().heldout_share)
+    coll, heldout_q = _with_heldout(collection)
     space = open_space(coll, _store(), encoder, decoder, heldout_q if exclude_heldout else (),
                        progress=tqdm_progress("preparing", "item"))
     return space, heldout_q
