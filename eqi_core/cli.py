@@ -397,7 +397,7 @@ def tasc(
     Wilcoxon tests between every pair; the dashboard's comparison report with -o."""
     from eqi_core.coverage import compute_matrix, tasc_table
     from eqi_core.coverage.drilldown import query_drilldown, query_judgments
-    from eqi_core.coverage.per_query import parse_measure
+    from eqi_core.coverage.per_query import parse_share_measure
     from eqi_core.coverage.significance import CORRECTIONS, formatted_tests, pairwise_tests, readable_tests
     from eqi_core.coverage.sources import combine_runs, live_runs, load_run_files
     from eqi_core.coverage.tasc import reference_sets, tasc_weights
@@ -412,7 +412,7 @@ def tasc(
     if correction not in CORRECTIONS:
         raise _DataError(f"--correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
     formats = _formats(figure_formats)
-    parse_measure(measure)
+    parse_share_measure(measure)
     twice = next((r for i, r in enumerate(rankers) if r in rankers[:i]), None)
     if twice is not None:
         raise _DataError(f"--ranker {twice}: named twice; name each ranker once")

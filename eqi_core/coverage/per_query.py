@@ -39,6 +39,19 @@ def parse_measure(name: str):
     raise DataError(f"metric {name!r} does not exist; expected one of {MEASURE_EXAMPLES}")
 
 
+COUNTS = ("NumQ", "NumRet", "NumRel", "NumRelRet")  # ir_measures' measures that count documents
+
+
+def parse_share_measure(name: str):
+    """``parse_measure`` for TaSC, which needs a metric in [0, 1]: a count (NumRet) is refused by its
+    name, before any ranker runs, rather than by its values after."""
+    measure = parse_measure(name)
+    if measure.NAME in COUNTS:
+        raise DataError(f"metric {name!r} counts documents; TaSC needs a per-query metric in [0, 1], e.g. "
+                        f"{MEASURE_EXAMPLES}")
+    return measure
+
+
 def measure_cutoff(measure) -> int | None:
     return measure.params.get("cutoff") if hasattr(measure, "params") else None
 

@@ -90,6 +90,7 @@ def test_tasc_cli_errors_are_one_line(files, monkeypatch, capsys, extra, message
     (["-r", "bm25", "-r", "nope"], "ranker 'nope': unknown"),
     (["-r", "bm25"], "expected at least two, got 1"),
     (["-r", "bm25", "-r", "minilm-l6", "--measure", "nope"], "metric 'nope' does not exist"),
+    (["-r", "bm25", "-r", "minilm-l6", "--measure", "NumRet"], "metric 'NumRet' counts documents; TaSC needs"),
     (["-r", "bm25", "-r", "minilm-l6", "--mode", "sideways"], "expected one of chronological"),
     (["-r", "bm25", "-r", "minilm-l6", "--baseline", "ghost"], "baseline 'ghost' is not among the rankers"),
     (["-r", "bm25", "-r", "minilm-l6", "--release", "bm25=lately"], "release date of 'bm25' is 'lately'"),
