@@ -6,6 +6,8 @@ they are drawn; after drawing, the URL is rewritten from the widgets, so copying
 """
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from pages._text import literal
@@ -40,7 +42,11 @@ def url_state(spec: dict[str, tuple[str, type, object]]) -> None:
     for key, (name, cast, default) in spec.items():
         if name in arriving:
             try:
+                if "\x00" in str(arriving[name]):  # no value of ours holds one; a path with it fails in os.stat
+                    raise ValueError("a NUL character")
                 value = cast(arriving[name])
+                if isinstance(value, float) and not math.isfinite(value):  # nan passes every range check
+                    raise ValueError("not a finite number")
             except (TypeError, ValueError):
                 st.warning(f"Ignoring the link's {literal(name)}={literal(repr(arriving[name]))}: not a valid value.")
                 value = default

@@ -80,6 +80,19 @@ def test_bad_link_value_is_ignored_with_a_warning(app):
     assert app.number_input(key="search_k").value == 10
 
 
+def test_a_link_with_nan_or_a_nul_character_is_ignored_with_a_warning(app):
+    """?gqd=nan passed every range check and stopped the Exposure page with RELQ's error; a NUL in
+    ?log= stopped it with "embedded null byte" (found by running every page with odd link values)."""
+    app.run()
+    app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "gqd": "nan", "log": "a\x00b"})
+    app.switch_page("pages/exposure.py").run()
+    assert not app.exception, app.exception
+    warnings = " ".join(as_read(w.value) for w in app.warning)
+    assert "Ignoring the link's gqd='nan': not a valid value" in warnings
+    assert "Ignoring the link's log='a\\x00b': not a valid value" in warnings
+    assert app.slider(key="exp_gqd").value == 0.5
+
+
 def test_exposure_link_to_an_unknown_passage_or_too_deep_a_cut_says_so(app):
     app.run()
     app.query_params.update({"collection": f"beir:{TINY_BEIR}", "ranker": "bm25", "passage": "no-such-id", "nqd": "5000"})
