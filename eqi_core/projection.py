@@ -185,8 +185,8 @@ def fit_map(emb: np.ndarray, labels: pd.DataFrame, n_neighbors: int = 10, min_di
 
 
 def _linear_map(emb: np.ndarray, metric: str = "cosine") -> np.ndarray:
-    """Up to 3 points in 2-D by PCA (of the unit vectors, for the cosine metric): distances as the
-    metric sees them, up to scale; one point at the origin."""
+    """Up to 3 points in 2-D by PCA (of the unit vectors, for the cosine metric): three points span a
+    plane, so their distances are kept exactly; a single point sits at the origin."""
     x = emb.astype(np.float64)
     if metric == "cosine":
         x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)

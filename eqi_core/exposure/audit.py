@@ -154,7 +154,7 @@ def trait_probabilities(exposure: ExposureMap, docs: np.ndarray, lists: dict[str
             hit[sel[sel >= 0]] = True
             frame[f"{name} top-{depth}"] = hit
     df = pd.DataFrame(frame)
-    df["group"] = group  # groups in the order of their bins (by first appearance, the log's first query led)
+    df["group"] = group  # groups in their bins' order (not in the order the log's queries first fall in them)
     groups = df.groupby("group", observed=True, sort=True)
     out = groups.mean().reset_index()
     out["queries"] = groups.size().to_numpy()
