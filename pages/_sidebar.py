@@ -9,7 +9,7 @@ from eqi_core.errors import DataError
 from eqi_core.loaders import discover_collections
 from eqi_core.loaders.registry import LOG_SEPARATOR, check_within_roots
 from eqi_core.rankers import DEFAULT_RANKER, RANKERS
-from pages._text import literal
+from pages._text import code, literal
 from pages._url import URL_NAMES, incoming
 
 COLLECTION_KEY = "collection_spec"
@@ -114,4 +114,4 @@ def sidebar() -> None:
     st.session_state[RANKER_KEY] = st.sidebar.selectbox(
         "Ranker", list(RANKERS), key=widget_key(RANKER_KEY), on_change=_keep, args=(RANKER_KEY,),
         format_func=lambda r: RANKERS[r].name, help="; ".join(f"{r.name}: {r.description}" for r in RANKERS.values()))
-    st.sidebar.caption(f"Artifact store: `{get_store().root}`")
+    st.sidebar.caption(f"Artifact store: {code(get_store().root)}")

@@ -11,6 +11,16 @@ def literal(text: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
 
 
+def code(text: object) -> str:
+    """``text`` as a Markdown code span that shows it whole: fenced by one backtick more than its longest
+    run of backticks, padded when it starts or ends with one (CommonMark), so an id or path with a
+    backtick does not end the span early."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def marked(text: object, spans: list[tuple[int, int]]) -> str:
     """``text`` escaped as ``literal`` does, with each ``(start, end)`` span on an orange background
     (Streamlit's Markdown directive): the query's words in a passage."""

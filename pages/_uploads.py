@@ -9,12 +9,12 @@ from eqi_core.loaders.registry import LOG_SEPARATOR
 from eqi_core.uploads import store_beir_zip, store_collection_files, store_query_log
 from pages._sidebar import use_collection
 from pages._state import get_store
-from pages._text import literal
+from pages._text import code, literal
 
 
 def _switch_to(spec: str, what: str) -> None:
     use_collection(spec)
-    st.session_state["_upload_done"] = f"{what} added: now selected in the sidebar as `{spec}`."
+    st.session_state["_upload_done"] = f"{what} added: now selected in the sidebar as {code(spec)}."
     st.rerun()
 
 

@@ -33,7 +33,7 @@ from pages._state import (
     live_run,
     ranker_by_id,
 )
-from pages._text import literal, marked, matched_words_line, result_columns
+from pages._text import code, literal, marked, matched_words_line, result_columns
 from pages._uploads import add_your_data
 from pages._url import copy_link, link_onward, sync_url, url_state, within
 
@@ -48,7 +48,7 @@ WEB_LOG_DEMO_PASSAGE = "2022689"  # chocolate and Nobel prizes, shown to dark-ch
 
 head, link = st.columns([5, 1])
 head.title(literal(collection.name))
-st.caption(f"source `{collection.source}` · fingerprint `{collection.fingerprint}`")
+st.caption(f"source {code(collection.source)} · fingerprint {code(collection.fingerprint)}")
 for note in [*collection.notes, collection.mis_decoded_note()]:
     if note:
         st.info(literal(note), icon=":material/info:")
@@ -183,7 +183,7 @@ if ranker is not None and query.strip():
         n_judged = len(collection.judgments.get(judged.query_id, {}))
         found = int(judged.results["grade"].notna().sum())
         summary = " · ".join(f"{m} {v:.3f}" for m, v in judged.measures.items())
-        st.caption(f"Logged query `{judged.query_id}`: {found} of {n_judged} judged passages in the top {k}. {summary}")
+        st.caption(f"Logged query {code(judged.query_id)}: {found} of {n_judged} judged passages in the top {k}. {summary}")
     if judged.results.empty:
         st.warning("No passage shares a term with this query.")
     else:

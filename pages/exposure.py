@@ -188,8 +188,11 @@ if chosen and result.exact is not None:
 cols = st.columns(1 + len(names))
 if result.exact is not None:
     cols[0].markdown("**Exact (brute force)**")
-    cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
-                      on_select=lambda: st.session_state.update(exp_picked="exp_exact"), selection_mode="single-row")
+    if len(result.exact):
+        cols[0].dataframe(result.exact[["query", "rank"]].head(n_dq), hide_index=True, key="exp_exact",
+                          on_select=lambda: st.session_state.update(exp_picked="exp_exact"), selection_mode="single-row")
+    else:  # a sentence, as in the report, not a bare header
+        cols[0].caption(f"No logged query shows this passage in its top {n_qd}.")
     exact_words = with_shared_words(result.exact, result.text)  # the CSV's column and the line below, once
     cols[0].download_button("CSV", exact_words.to_csv(index=False).encode(),
                             "exact_exposing_queries.csv", on_click="ignore", key="exp_dl_exact")

@@ -346,6 +346,19 @@ def test_an_exposing_query_of_a_result_log_shows_the_logs_own_rows(at, tmp_path)
     assert shown["doc_id"].tolist() == ["d2", "d6"] and shown["target"].tolist() == ["", "◀ this passage"]
 
 
+def test_a_passage_no_logged_query_shows_says_so_instead_of_an_empty_table(at):
+    from eqi_core.store import ArtifactStore
+    from eqi_core.uploads import store_result_log
+
+    log = b"q1 Q0 d6 1 9.0 sys\nq1 Q0 d1 2 8.0 sys\nq2 Q0 d2 1 8.5 sys\n"  # d3 in no query's results
+    at.query_params["log"] = str(store_result_log(ArtifactStore(), "system.trec", log).resolve())
+    at.query_params["passage"] = "d3"
+    at.switch_page("pages/exposure.py").run()
+    assert not at.exception, at.exception
+    assert "No logged query shows this passage in its top 100." in [as_read(c.value) for c in at.caption]
+    assert not [d for d in at.dataframe if d.key == "exp_exact"]
+
+
 def test_a_query_of_a_result_log_cannot_say_where_pasted_text_would_rank(at):
     """A result log ranks no new text: a selected query shows the log's rows and says the pasted
     passage's rank is unknown, never that the query does not show it."""

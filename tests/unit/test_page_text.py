@@ -44,3 +44,13 @@ def test_a_change_that_rounds_to_nothing_has_no_arrow():
     assert change_delta(0.5, 0.5) == change_delta(0.5001, 0.5) == change_delta(0.4999, 0.5) == {
         "delta": "±0.000", "delta_color": "off", "delta_arrow": "off"}
     assert change_delta(0.564, 0.5) == {"delta": "+0.064"} and change_delta(0.301, 0.5) == {"delta": "-0.199"}
+
+
+@pytest.mark.parametrize("text", ["q1", "a`b", "`x", "y``", "``", "C:\\temp *x*"])
+def test_a_code_span_shows_an_id_with_backticks_whole(text):
+    from pages._text import code
+
+    assert code("a`b") == "``a`b``" and code("`x") == "`` `x ``"  # by hand: a longer fence, padded at a backtick
+    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py (installed with typer's rich) renders CommonMark")
+    rendered = markdown_it.MarkdownIt("commonmark").render(f"id {code(text)} here").strip()
+    assert rendered.count("<code>") == 1 and html.unescape(rendered.split("<code>")[1].split("</code>")[0]) == text
