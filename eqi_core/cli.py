@@ -118,7 +118,10 @@ def _options(log: Path | None = typer.Option(
         None, "--log", help="search the collection's passages with this query log instead of its own queries "
         "(TSV qid<TAB>text[<TAB>count], CSV or JSONL); same as the spec COLLECTION+log:FILE")) -> None:
     """Search-transparency workbench: collections, rankers, exposure, coverage."""
+    import pandas as pd
+
     _QUERY_LOG["path"] = log.expanduser().resolve() if log else None
+    pd.set_option("display.unicode.east_asian_width", True)  # tables line up under CJK text and emoji, two columns wide
 
 
 def _load(spec: str, store: ArtifactStore | None = None):

@@ -437,6 +437,24 @@ def test_evaluate_a_run_file_and_a_collection_without_judgments(tmp_path, monkey
     assert err.startswith("error: ") and "has no relevant judgments" in err and "\n" not in err
 
 
+def test_tables_line_up_under_wide_characters(tmp_path):
+    """CJK text and emoji take two terminal columns: the columns after them still start together."""
+    import unicodedata
+
+    wide = tmp_path / "wide"
+    (wide / "qrels").mkdir(parents=True)
+    (wide / "corpus.jsonl").write_text('{"_id": "p1", "text": "银行 贷款 loans"}\n{"_id": "p2", "text": "river bank"}\n',
+                                       encoding="utf-8")
+    (wide / "queries.jsonl").write_text('{"_id": "x1", "text": "银行 贷款"}\n{"_id": "x2", "text": "river bank"}\n',
+                                        encoding="utf-8")
+    (wide / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\tp1\t1\nx2\tp2\t1\n", encoding="utf-8")
+    out = runner.invoke(app, ["evaluate", "-c", f"beir:{wide}", "-r", "bm25"])
+    assert out.exit_code == 0, out.output
+    table = out.output.splitlines()[-3:]  # the header and the two queries
+    width = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line) for line in table]
+    assert table[0].startswith("query_id") and len(set(width)) == 1, table
+
+
 def test_retrievability_compare_prints_the_other_rankers_gini():
     from eqi_core.exposure.audit import summarise_retrievability
     from eqi_core.exposure.setup import prepare_exposure
