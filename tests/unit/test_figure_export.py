@@ -134,3 +134,17 @@ def test_the_figures_benchmark_compares_a_kept_browser_with_one_per_click(render
     assert out["identical_images"] and out["browsers_started_by_ours"] == 1
     assert len(out["ours_clicks_seconds"]) == len(out["baseline_clicks_seconds"]) == 2
     assert out["ratio_baseline_over_ours_later_clicks"] > 0 and out["cpu"]["cores"] >= 1
+
+
+def test_cjk_text_and_emoji_render_as_glyphs_not_boxes(renderer):
+    """Two different words render differently only when a font has their glyphs: without one both are
+    the same row of boxes. ``make browser-deps`` installs Noto CJK and colour emoji beside chromium."""
+    import subprocess
+
+    listed = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False).stdout
+    if not listed.strip():
+        pytest.skip("no CJK font installed (make browser-deps installs fonts-noto-cjk, as root)")
+    words = ["银行", "贷款", "🙂", "🎉"]
+    spec = {"format": "png", "width": 200, "height": 100, "scale": 1}
+    images = renderer.render([(go.Figure(layout={"title": {"text": w}}).to_dict(), spec) for w in words])
+    assert images[0] != images[1] and images[2] != images[3]
