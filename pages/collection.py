@@ -268,7 +268,8 @@ def where_the_ranker_fails() -> None:
     table_key = (f"eff_hardest_{ranker.id}_{hashlib.sha1(wanted.strip().encode()).hexdigest()[:8]}"
                  f"_{in_bar}")  # a new filter: unselected
     picked = right.dataframe(hardest, hide_index=True, width="stretch", key=table_key, on_select="rerun",
-                             selection_mode="single-row", placeholder=f"> {eff.depth}", height=300,
+                             selection_mode="single-row", placeholder=f"> {eff.depth}",
+                             height=min(300, 35 * (len(hardest) + 1) + 3),  # no blank rows under a short list
                              column_order=["query", *MEASURES, "gold rank", "gold passage", "query_id"],
                              column_config={m: st.column_config.NumberColumn(format="%.3f", width=70) for m in MEASURES} | {
                                  "gold rank": st.column_config.NumberColumn(format="%d", width=75, help=(

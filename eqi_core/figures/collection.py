@@ -13,12 +13,20 @@ def word_counts(texts: pd.Series) -> pd.Series:
 
 
 def length_distributions(passage_words: pd.Series, query_words: pd.Series, clip_quantile: float = 0.99) -> go.Figure:
-    """Histograms of passage and query lengths in words (long tails clipped at a quantile)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Passage length (words)", "Query length (words)"))
-    for col, (values, colour) in enumerate(((passage_words, "#4C78A8"), (query_words, "#F58518")), start=1):
-        cap = values.quantile(clip_quantile) if len(values) else 0
-        shown = values[values <= cap]
-        fig.add_trace(go.Histogram(x=shown, marker_color=colour, showlegend=False,
+    """Histograms of passage and query lengths in words. A long tail (the longest beyond the
+    ``clip_quantile``, kept when the longest is under twice that length: a few long queries are no tail)
+    is left out so that the common lengths stay readable; the panel's title says how many, and from where."""
+    titles, shown = [], []
+    for name, values in (("Passage", passage_words), ("Query", query_words)):
+        cap = values.quantile(clip_quantile, interpolation="lower") if len(values) else 0
+        long_tail = len(values) and values.max() > 2 * max(cap, 1)
+        shown.append(values[values <= cap] if long_tail else values)
+        hidden = len(values) - len(shown[-1])
+        titles.append(f"{name} length (words)" + (f"<br><sup>{hidden:,} longer than {cap:,} not shown</sup>"
+                                                   if hidden else ""))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
+    for col, (values, colour) in enumerate(zip(shown, ("#4C78A8", "#F58518")), start=1):
+        fig.add_trace(go.Histogram(x=values, marker_color=colour, showlegend=False,
                                    hovertemplate="%{x} words: %{y}<extra></extra>"), row=1, col=col)
         fig.update_yaxes(title_text="count" if col == 1 else None, row=1, col=col)
     return style(fig, height=320)

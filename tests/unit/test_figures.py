@@ -23,6 +23,13 @@ def test_length_distributions_two_histograms_clip_tail():
     assert isinstance(fig, go.Figure) and len(fig.data) == 2
     assert max(fig.data[0].x) == 5  # the 1% tail is clipped
     assert list(fig.data[1].x) == [1, 2, 2]
+    # the left-out tail is said: the lower 0.99 quantile of 99 fives and 10,000 is the 99th value, 5
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["Passage length (words)<br><sup>1 longer than 5 not shown</sup>", "Query length (words)"]
+    # a few queries longer than the rest are no tail: under twice the quantile's length, all are shown
+    few = length_distributions(pd.Series([6, 0, 1, 4, 5, 5, 0, 5_000]), pd.Series([2, 2, 3, 1]))
+    assert sorted(few.data[0].x) == [0, 0, 1, 4, 5, 5, 6] and sorted(few.data[1].x) == [1, 2, 2, 3]
+    assert [a.text for a in few.layout.annotations][1] == "Query length (words)"
 
 
 def test_grade_distribution_counts():
