@@ -29,7 +29,8 @@ def passage_ranks(runs: dict[str, Run], query_id: str, doc_id: str) -> pd.DataFr
     for name, run in runs.items():
         listed = run.query_in_trec_eval_order(query_id)["doc_id"].to_numpy()
         hits = np.flatnonzero(listed == doc_id)
-        rows.append({"ranker": name, "rank": f"{hits[0] + 1}" if len(hits) else f"not in its top {len(listed):,}"})
+        rank = f"{hits[0] + 1}" if len(hits) else f"not in its top {len(listed):,}" if len(listed) else "no results for this query"
+        rows.append({"ranker": name, "rank": rank})
     return pd.DataFrame(rows, columns=["ranker", "rank"])
 
 

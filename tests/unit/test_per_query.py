@@ -126,7 +126,7 @@ def test_a_passage_followed_into_every_ranker():
         "ranker": ["r1", "r2"], "rank": ["2", "not in its top 1"]}
     tied = run("t", [("q1", "b", 1, 1.0), ("q1", "x", 2, 1.0)])  # trec_eval order: x (doc_id desc) before b
     assert passage_ranks({"t": tied}, "q1", "b")["rank"].tolist() == ["2"]
-    assert passage_ranks({"r1": R1}, "q3", "d")["rank"].tolist() == ["not in its top 0"]  # r1 has no q3
+    assert passage_ranks({"r1": R1}, "q3", "d")["rank"].tolist() == ["no results for this query"]  # r1 has no q3
 
 
 def test_side_by_side_opens_on_the_best_judged_passage():
