@@ -137,7 +137,7 @@ def _get_latent_space(spec: str, encoder_id: str, decoder_folder: str = ""):
 def warn_about_language(space) -> None:
     """Say so when the decoder's (English) words are not the collection's (``LatentSpace.language_fit``)."""
     if space.language_warning:
-        st.warning(space.language_warning)
+        st.warning(literal(space.language_warning))  # it quotes the collection's words
 
 
 def latent_space_or_stop(spec: str, encoder_id: str, decoder_folder: str = ""):

@@ -21,7 +21,7 @@ from pages._state import (
     sidebar_ranker_beside,
     warn_about_language,
 )
-from pages._text import literal, result_columns
+from pages._text import code, literal, result_columns
 from pages._url import copy_link, link_onward, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
@@ -83,10 +83,10 @@ query = c1.text_input("Query (from the log or typed)", key="lat_query", placehol
 query_id = collection.find_query(query) if query.strip() else None
 gold = space.gold_passage(query_id) if query_id else None
 if query.strip():
-    c1.caption(f"Logged query {query_id}; gold passage {gold}" if query_id and gold else
+    c1.caption(f"Logged query {code(query_id)}; gold passage {code(gold)}" if query_id and gold else
                "Logged query without judged passages" if query_id else "Not in the query log: typed query")
     for note in space.typed_notes(query, "query"):
-        c1.warning(note, icon=":material/help:")
+        c1.warning(literal(note), icon=":material/help:")
 pattern = c2.text_input("Find a target passage containing", key="lat_find", placeholder="leave empty for the gold passage")
 options = list(collection.find_passages(pattern, limit=200)["doc_id"]) if pattern.strip() else []
 wanted = st.session_state.get("lat_target") or gold

@@ -216,3 +216,19 @@ def test_the_decoder_without_evaluated_queries_can_be_chosen(app):
     tables = [d.value for d in at.dataframe if "round_trip_f1" in d.value.columns]
     assert tables[0].loc["decoder", "trec-dl19-passage top1"] == pytest.approx(
         card["natural_metrics"]["summary"]["decoder"]["trec-dl19-passage top1"])
+
+
+def test_ids_are_shown_as_written(app, monkeypatch, tmp_path):
+    """A query id "__q__" was shown bold and a passage id "*d*" in italics (Markdown)."""
+    import json
+
+    folder = tmp_path / "marked"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in [
+        {"_id": "*d*", "text": "the sloping land beside a river"}, {"_id": "p2", "text": "a bank lends money"}]),
+        encoding="utf-8")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "__q__", "text": "river bank"}) + "\n", encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n__q__\t*d*\t1\n", encoding="utf-8")
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
+    at = open_page(app, collection=f"beir:{folder}", query="river bank", k="2")
+    assert "Logged query `__q__`; gold passage `*d*`" in [as_read(c.value) for c in at.caption]
