@@ -147,3 +147,8 @@ def _warn_spec_like(text: str, command: str) -> None:
     if _SPEC_LIKE.fullmatch(text) or (pathlike and Path(text).expanduser().is_dir()):
         typer.echo(f"note: {text!r} is read as a query, but looks like a collection; name the collection with -c, "
                    f"e.g. eqi {command} -c {text} ...", err=True)
+
+
+def _say(line: str) -> None:
+    """A line on stderr, between progress bars (a long job's notice that it heard a Ctrl-C)."""
+    typer.echo(f"\n{line}", err=True)

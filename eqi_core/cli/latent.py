@@ -16,6 +16,7 @@ from eqi_core.cli._common import (
     _file_to_write,
     _folder_to_write,
     _load,
+    _say,
     _store,
     _warn_spec_like,
     _write_csv,
@@ -25,6 +26,7 @@ from eqi_core.decoder.corpus import CORPUS_VERSION
 from eqi_core.errors import DataError
 from eqi_core.progress import tqdm_progress
 from eqi_core.rankers import build_ranker, load_encoder, ranker_spec
+from eqi_core.stopping import checkpoint_on_interrupt
 from eqi_core.store import atomic_copy, atomic_write
 
 
@@ -180,8 +182,9 @@ def train_decoder_cmd(
 
             corpus = corpus_path_for(_store(), _shared_data())
         deadline = time.time() + 60 * max_minutes if max_minutes else None
-        dec = train_natural(corpus, load_encoder(encoder), _store(), cfg, device, tqdm_progress("training decoder", "step"),
-                            deadline=deadline, command=" ".join(["eqi", *sys.argv[1:]]), init=init)
+        with checkpoint_on_interrupt(_say):
+            dec = train_natural(corpus, load_encoder(encoder), _store(), cfg, device, tqdm_progress("training decoder", "step"),
+                                deadline=deadline, command=" ".join(["eqi", *sys.argv[1:]]), init=init)
         if dec is None:
             typer.echo("stopped with a checkpoint; rerun the same command to resume")
             raise typer.Exit(3)

@@ -15,6 +15,7 @@ from eqi_core.cli._common import (
     _file_to_write,
     _folder_to_write,
     _load,
+    _say,
     _store,
     _warn_spec_like,
     _write_csv,
@@ -24,6 +25,7 @@ from eqi_core.cli.latent import DataRootOpt, EncoderOpt, _judged_among, _shared_
 from eqi_core.errors import DataError
 from eqi_core.progress import tqdm_progress
 from eqi_core.rankers import build_ranker, load_encoder, ranker_spec
+from eqi_core.stopping import checkpoint_on_interrupt
 from eqi_core.store import atomic_copy, atomic_path, atomic_write
 from eqi_core.suggestion.rerank import PICK_PENALTY, POOL_SAMPLES
 
@@ -52,7 +54,8 @@ def reformulations_cmd(
     loaded = [_with_heldout(c) for c in collections]  # a mistyped spec fails before any collection is encoded
     spaces = [_suggestion_space(c, encoder)[0] for c in loaded]
     deadline = time.time() + 60 * max_minutes if max_minutes else None
-    art = build_reformulations(spaces, _store(), recipe, tqdm_progress("walking", "walk"), deadline)
+    with checkpoint_on_interrupt(_say):
+        art = build_reformulations(spaces, _store(), recipe, tqdm_progress("walking", "walk"), deadline)
     if art is None:
         typer.echo("stopped; the finished parts are kept: rerun the same command to resume")
         raise typer.Exit(3)
@@ -89,8 +92,9 @@ def train_suggester_cmd(
     enc = load_encoder(encoder)
     dataset = find_dataset(_store(), enc.id)
     deadline = time.time() + 60 * max_minutes if max_minutes else None
-    sugg = train_suggester(dataset, model, enc, _store(), cfg, tqdm_progress(f"training {model} suggester", "step"),
-                           deadline, " ".join(["eqi", *sys.argv[1:]]))
+    with checkpoint_on_interrupt(_say):
+        sugg = train_suggester(dataset, model, enc, _store(), cfg, tqdm_progress(f"training {model} suggester", "step"),
+                               deadline, " ".join(["eqi", *sys.argv[1:]]))
     if sugg is None:
         typer.echo("stopped with a checkpoint; rerun the same command to resume")
         raise typer.Exit(3)

@@ -32,6 +32,7 @@ from eqi_core.decoder.neural import encoder_tokenizer, encoder_word_embeddings, 
 from eqi_core.decoder.train import load_state, lr_factor, require, save_state
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn, or_tqdm, tqdm_progress
+from eqi_core.stopping import should_stop
 from eqi_core.store import ArtifactStore, atomic_path
 
 NATURAL_VERSION = 1
@@ -177,7 +178,7 @@ def train_loop(model: BertPrefixDecoder, emb: np.ndarray, tokens: torch.Tensor, 
         losses.append(float(loss.detach()))
         done_here += 1
         last = step + 1 == cfg.steps
-        stop = (stop_after is not None and done_here >= stop_after) or (deadline is not None and time.time() > deadline)
+        stop = (stop_after is not None and done_here >= stop_after) or should_stop(deadline)
         if work and ((step + 1) % cfg.checkpoint_every == 0 or last or stop):
             save_state(work, model, opt, sched, step + 1, losses, average, series={"cosines": cosines} if cfg.cosine else None)
         report(step + 1, cfg.steps)

@@ -22,6 +22,7 @@ from eqi_core.decoder.base import words
 from eqi_core.decoder.traversal import interpolate
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
+from eqi_core.stopping import should_stop
 from eqi_core.store import ArtifactStore, atomic_path, content_digest
 
 KIND = "reformulations"
@@ -145,7 +146,7 @@ def build_reformulations(spaces: list, store: ArtifactStore, recipe: Reformulati
         base = work / f"part-{ci}-{start:07d}"
         if Path(f"{base}.steps.parquet").is_file():
             continue
-        if deadline is not None and time.time() > deadline:
+        if should_stop(deadline):
             return None
         walks, steps, emb = _walk_chunk(spaces[ci], items, recipe)
         walks = walks.assign(collection=spaces[ci].collection.name, collection_index=ci)

@@ -46,6 +46,7 @@ from eqi_core.decoder.base import (
 )
 from eqi_core.errors import DataError
 from eqi_core.progress import ProgressFn
+from eqi_core.stopping import should_stop
 from eqi_core.store import ArtifactStore, atomic_path
 from eqi_core.suggestion.dataset import FEEDBACK
 
@@ -213,7 +214,7 @@ def train_loop(head: SuggestionHead, data: dict, cfg: SuggesterTraining, work: P
         step += 1
         if progress:
             progress(step, cfg.steps)
-        stopping = deadline is not None and time.time() > deadline
+        stopping = should_stop(deadline)
         scheduled = step % cfg.validate_every == 0 or step == cfg.steps
         if scheduled:
             cos = validation_cosine(head, data)["cos_predicted"] if has_val else 1 - float(np.mean(losses[-50:]))
