@@ -20,23 +20,19 @@ def should_stop(deadline: float | None = None) -> bool:
     return _REQUESTED.is_set() or (deadline is not None and time.time() > deadline)
 
 
-def request_stop() -> None:
-    """What the first Ctrl-C does (and what a test does in its place)."""
-    _REQUESTED.set()
-
-
 @contextlib.contextmanager
 def checkpoint_on_interrupt(say: Callable[[str], None]) -> Iterator[None]:
     """Within the block, the first Ctrl-C calls ``say`` and asks the loop to stop at its next
     checkpoint; the second gets Python's own KeyboardInterrupt. Left alone outside the main thread
     (signals go to it only) and where SIGINT is ignored (a job started in the background with ``&``)."""
     previous = signal.getsignal(signal.SIGINT)
+    previous = signal.SIG_DFL if previous is None else previous  # None: a handler not set from Python
     if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
         yield
         return
 
     def first_interrupt(signum, frame) -> None:
-        request_stop()
+        _REQUESTED.set()
         signal.signal(signal.SIGINT, previous)  # the next Ctrl-C stops at once
         say("stopping at the next checkpoint (Ctrl-C again to stop at once and lose the work since the last one)")
 
