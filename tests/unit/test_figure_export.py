@@ -141,7 +141,8 @@ def test_cjk_text_and_emoji_render_as_glyphs_not_boxes(renderer):
     the same row of boxes. ``make browser-deps`` installs Noto CJK and colour emoji beside chromium."""
     import subprocess
 
-    listed = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False).stdout
+    listed = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, encoding="utf-8",
+                            check=False).stdout
     if not listed.strip():
         pytest.skip("no CJK font installed (make browser-deps installs fonts-noto-cjk, as root)")
     words = ["银行", "贷款", "🙂", "🎉"]

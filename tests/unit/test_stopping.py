@@ -11,11 +11,20 @@ import torch
 from eqi_core.stopping import checkpoint_on_interrupt, should_stop
 
 
+@pytest.fixture
+def foreground():
+    """SIGINT as a foreground process has it: a job started with ``&`` (as CI may start the suite) has it
+    ignored, and so would every test here."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def test_a_deadline_alone_stops_once_it_has_passed():
     assert not should_stop(None) and not should_stop(time.time() + 60) and should_stop(0.0)
 
 
-def test_the_first_ctrl_c_asks_to_stop_and_the_second_stops_at_once():
+def test_the_first_ctrl_c_asks_to_stop_and_the_second_stops_at_once(foreground):
     said, before = [], signal.getsignal(signal.SIGINT)
     with checkpoint_on_interrupt(said.append):
         assert not should_stop()
@@ -29,7 +38,20 @@ def test_the_first_ctrl_c_asks_to_stop_and_the_second_stops_at_once():
     assert not should_stop() and signal.getsignal(signal.SIGINT) is before  # all as it was
 
 
-def test_a_ctrl_c_during_suggester_training_checkpoints_and_the_run_resumes_bit_for_bit(tmp_path):
+def test_a_job_started_in_the_background_is_left_as_it_is():
+    """SIGINT ignored (``cmd &`` in a script): no Ctrl-C can reach the job, so nothing is installed."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with checkpoint_on_interrupt(pytest.fail):
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert not should_stop()
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_during_suggester_training_checkpoints_and_the_run_resumes_bit_for_bit(tmp_path, foreground):
     from eqi_core.suggestion.model import SuggesterConfig, SuggesterTraining, SuggestionHead, train_loop
     from tests.unit.test_suggestion import _synthetic
 
