@@ -27,13 +27,17 @@ setup: $(STAMP)
 # Debian's chromium for the real-browser tests (Playwright never downloads a browser here), and fonts
 # for the CJK text and emoji in PNG exports (kaleido renders with that chromium: boxes without them).
 browser-deps:
-	@missing=""; [ -x /usr/bin/chromium ] || missing="chromium chromium-driver"; \
-	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$${missing:+$$missing }fonts-noto-cjk fonts-noto-color-emoji"; \
-	if [ -n "$$missing" ]; then \
+	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = "0" ]; then \
-	    (apt-get update -qq && apt-get install -y -qq $$missing >/dev/null) \
-	      || echo "note: could not install Debian $$missing; browser tests skip without chromium"; \
-	  else echo "note: not root, so not installed: $$missing (browser tests skip without chromium)"; fi; \
+	    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	      || echo "note: could not install Debian chromium; browser tests will skip"; \
+	  else echo "note: /usr/bin/chromium missing and not root; browser tests will skip"; fi; \
+	fi
+	@if ! fc-list :lang=zh 2>/dev/null | grep -q .; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    (apt-get update -qq && apt-get install -y -qq fonts-noto-cjk fonts-noto-color-emoji >/dev/null) \
+	      || echo "note: could not install Debian's CJK and emoji fonts; PNG exports show such text as boxes"; \
+	  else echo "note: no CJK font and not root; PNG exports show CJK text and emoji as boxes"; fi; \
 	fi
 
 # The sidebar offers the collections under EQI_DATA_ROOTS; unset, the ../shared/data beside a checkout.
