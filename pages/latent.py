@@ -165,7 +165,9 @@ else:
 if other is not None:
     ranks = frame[f"gold_rank_{other.id}"]
     found = frame[(ranks == 1).fillna(False) & ~frame["original"]]
-    as_typed = f"the query as typed ranks the target {'beyond ' + str(RANKER_DEPTH) if pd.isna(ranks.iloc[0]) else int(ranks.iloc[0])}"
+    label = rank_labels(frame, other.id).iloc[0]
+    as_typed = ("the query as typed does not retrieve the target" if label == "not retrieved"
+                else f"the query as typed ranks the target {label.replace('> ', 'beyond ')}")
     st.caption(f"Under the sidebar's ranker, {ranker_spec(other.id).name}: {as_typed}; "
                + (f"the first step that ranks it first is {int(found['step'].iloc[0])}, “{literal(found['decoded'].iloc[0])}”."
                   if len(found) else "no reformulation ranks it first.")
@@ -188,7 +190,7 @@ shown = frame[columns + ([f"ndcg10_{other.id}", f"gold_rank_{other.id}"] if othe
              "ndcg10": "nDCG@10", "cos_query": "cos(q)", "cos_target": "cos(d)"})
 narrow = other is not None  # two more columns: the text columns give way so that all stay in view
 if other is not None:
-    shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(shown[f"gold_rank_{other.id}"])}).rename(
+    shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(frame, other.id)}).rename(
         columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"target rank ({other.id})"})
 st.markdown("**Decoded queries along the walk** (select a row, or click a step in the charts below, to see its "
             "results; a step that decodes to the original query is ticked under *repeats query* and never counted "

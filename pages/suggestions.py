@@ -18,10 +18,10 @@ from eqi_core.suggestion.panel import (
     CHOICES,
     RANKER_DEPTH,
     feedback_passages,
-    rank_labels,
     ranker_top,
     score_with_ranker,
     suggestion_table,
+    with_rank_labels,
 )
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
@@ -143,7 +143,7 @@ if model != "plain":
 
 shown = table.rename(columns={"ndcg10": "nDCG@10", "gold_rank": "gold passage's rank"})
 if other is not None and judged:
-    shown = shown.assign(**{f"gold_rank_{other.id}": rank_labels(shown[f"gold_rank_{other.id}"])}).rename(
+    shown = with_rank_labels(shown, other.id).rename(
         columns={f"ndcg10_{other.id}": f"nDCG@10 ({other.id})", f"gold_rank_{other.id}": f"gold rank ({other.id})"})
 if not judged:
     shown = shown.drop(columns=["nDCG@10", "gold passage's rank"])

@@ -493,7 +493,7 @@ def traverse_cmd(
     from eqi_core.decoder.space import decoder_name
     from eqi_core.decoder.traversal import check_query, check_walk, traverse
     from eqi_core.figure_export import figure_formats as _formats
-    from eqi_core.suggestion.panel import rank_labels, score_with_ranker
+    from eqi_core.suggestion.panel import rank_labels, score_with_ranker, with_rank_labels
 
     formats = _formats(figure_formats)
     # every option checked before the collection's space is opened (encoding it takes minutes)
@@ -515,7 +515,7 @@ def traverse_cmd(
     if ranker is not None and ranker != encoder:
         table = score_with_ranker(table, build_ranker(ranker, space.collection, _store()), space.qrels_for(qid, target),
                                   target, text_column="decoded")
-    shown = table.assign(**{c: rank_labels(table[c]) for c in table.columns if c.startswith("gold_rank_")})
+    shown = with_rank_labels(table, ranker) if ranker is not None and ranker != encoder else table
     typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     hit = trav.first_top1()
     if int(space.ranks(trav.query_emb, space.passage_index(target))[0]) == 1:
@@ -528,7 +528,7 @@ def traverse_cmd(
     if ranker is not None and ranker != encoder:
         ranks = table[f"gold_rank_{ranker}"]
         first = table[(ranks == 1).fillna(False) & ~table["original"].astype(bool)]
-        typer.echo(f"under {ranker}: the query as typed ranks passage {target} {rank_labels(ranks).iloc[0]}; "
+        typer.echo(f"under {ranker}: the query as typed ranks passage {target} {rank_labels(table, ranker).iloc[0]}; "
                    + (f"first ranked first at step {first['step'].iloc[0]}: {first['decoded'].iloc[0]!r}" if len(first)
                       else "no reformulation ranks it first"))
     if output:

@@ -191,7 +191,7 @@ def suggest_cmd(
     """Suggest better queries; with the collection's judgments for the query, each with its nDCG@10
     (the encoder's dense ranker, and --ranker's too)."""
     from eqi_core.decoder.traversal import check_query
-    from eqi_core.suggestion.panel import CHOICES, feedback_passages, rank_labels, score_with_ranker, suggestion_table
+    from eqi_core.suggestion.panel import CHOICES, feedback_passages, score_with_ranker, suggestion_table, with_rank_labels
 
     query = check_query(query)  # bad input fails before the collection's space is opened
     _warn_spec_like(query, "suggest")
@@ -215,8 +215,8 @@ def suggest_cmd(
         table = score_with_ranker(table, build_ranker(ranker, space.collection, _store()),
                                   space.collection.judgments.get(qid, {}), space.gold_passage(qid))
     shown = table if judged else table.drop(columns=["ndcg10", "gold_rank"])
-    for column in [c for c in shown.columns if c.startswith("gold_rank_")]:  # beyond the ranker's top 100: say so
-        shown = shown.assign(**{column: rank_labels(shown[column])})
+    if judged and ranker is not None and ranker != encoder:  # beyond the ranker's top 100, or not retrieved: said
+        shown = with_rank_labels(shown, ranker)
     typer.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if model != "plain":  # what the PRF suggester (and RM3, the feedback walks) read beside the query
         fed = feedback_passages(space, query)

@@ -73,7 +73,9 @@ def score_with_ranker(table: pd.DataFrame, ranker, judgments: dict[str, int], go
                       depth: int = RANKER_DEPTH, text_column: str = "suggestion") -> pd.DataFrame:
     """``table`` with each row's text (``text_column``) also scored by ``ranker`` (BM25, SPLADE, another dense model):
     ``ndcg10_<id>`` (ir_measures, against the query's ``judgments``) and ``gold_rank_<id>``, the gold
-    passage's rank within that ranker's top ``depth`` (ties counted against it; deeper: empty).
+    passage's rank within that ranker's top ``depth`` (ties counted against it; deeper: empty), and
+    ``retrieved_<id>``, how many passages it returned: a lexical ranker may return fewer than ``depth``
+    (those sharing a word with the text), and then a gold passage not among them is not retrieved at all.
     Suggestions are made in the dense encoder's space, but a searcher may type them into another
     engine: whether a suggestion still helps there is this ranker's nDCG@10."""
     import ir_measures
@@ -88,11 +90,14 @@ def score_with_ranker(table: pd.DataFrame, ranker, judgments: dict[str, int], go
     for m in ir_measures.iter_calc([nDCG @ 10], qrels, scored):
         ndcg[int(m.query_id)] = float(m.value)
     ranks: list = [pd.NA] * len(texts)
+    retrieved = [0] * len(texts)
     for q, g in run.groupby("query_id"):
+        retrieved[int(q)] = len(g)
         own = g.loc[g["doc_id"] == gold, "score"]
         if len(own):
             ranks[int(q)] = int((g["score"] >= own.iloc[0]).sum())
-    return table.assign(**{f"ndcg10_{ranker.id}": ndcg, f"gold_rank_{ranker.id}": pd.array(ranks, dtype="Int64")})
+    return table.assign(**{f"ndcg10_{ranker.id}": ndcg, f"gold_rank_{ranker.id}": pd.array(ranks, dtype="Int64"),
+                           f"retrieved_{ranker.id}": retrieved})
 
 
 def ranker_top(ranker, collection, text: str, grades: dict[str, int], gold: str, k: int = 10) -> pd.DataFrame:
@@ -106,6 +111,16 @@ def ranker_top(ranker, collection, text: str, grades: dict[str, int], gold: str,
                          "target": ["◀ target" if d == gold else "" for d in ids]})
 
 
-def rank_labels(ranks: pd.Series, depth: int = RANKER_DEPTH) -> pd.Series:
-    """Ranks as text for display, "> depth" where the passage is deeper than the ranker's top ``depth``."""
-    return ranks.map(lambda r: f"> {depth}" if pd.isna(r) else str(int(r)))
+def rank_labels(table: pd.DataFrame, ranker_id: str, depth: int = RANKER_DEPTH) -> pd.Series:
+    """``score_with_ranker``'s gold ranks as text for display: "> depth" where the passage is deeper
+    than the ranker's top ``depth``, "not retrieved" where the ranker returned fewer than ``depth``
+    passages and not this one (no word in common, for BM25)."""
+    ranks, retrieved = table[f"gold_rank_{ranker_id}"], table[f"retrieved_{ranker_id}"]
+    return pd.Series([str(int(r)) if not pd.isna(r) else f"> {depth}" if n >= depth else "not retrieved"
+                      for r, n in zip(ranks, retrieved)], index=table.index)
+
+
+def with_rank_labels(table: pd.DataFrame, ranker_id: str) -> pd.DataFrame:
+    """``table`` as a page or the CLI shows it: the gold rank as ``rank_labels`` says it, without the
+    count it was read from."""
+    return table.assign(**{f"gold_rank_{ranker_id}": rank_labels(table, ranker_id)}).drop(columns=f"retrieved_{ranker_id}")

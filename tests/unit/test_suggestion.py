@@ -806,6 +806,17 @@ def test_suggestions_scored_by_another_ranker_match_its_search_and_hand_counts(t
     page = judge_results(tiny, "river bank", bm25.search(["river bank"], k=10), 10)
     assert got["ndcg10_bm25"].iloc[0] == pytest.approx(page.measures["nDCG@10"], abs=1e-9)
     assert got["ndcg10_bm25"].iloc[2] == 0.0 and pd.isna(got["gold_rank_bm25"].iloc[2])
+    # how many passages BM25 returned: those sharing a word with the text (fewer than the depth of 100)
+    assert got["retrieved_bm25"].tolist() == [len(bm25.search([t], k=100).frame) for t in texts] and got["retrieved_bm25"].iloc[2] == 0
+
+
+def test_a_gold_rank_says_deeper_than_the_depth_or_not_retrieved_by_hand():
+    from eqi_core.suggestion.panel import rank_labels, with_rank_labels
+
+    table = pd.DataFrame({"suggestion": ["a", "b", "c"], "gold_rank_bm25": pd.array([1, pd.NA, pd.NA], dtype="Int64"),
+                          "retrieved_bm25": [100, 100, 3]})
+    assert rank_labels(table, "bm25").tolist() == ["1", "> 100", "not retrieved"]  # a full top 100 without it: deeper
+    assert list(with_rank_labels(table, "bm25").columns) == ["suggestion", "gold_rank_bm25"]
 
 
 def test_an_evaluations_lists_rescored_by_another_ranker(tiny, store):
