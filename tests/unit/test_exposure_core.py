@@ -136,6 +136,23 @@ def test_training_lowers_the_ranknet_loss(emap):
     assert set(threads) == {1} and torch.get_num_threads() == before  # one thread while training, restored after
 
 
+def test_a_few_rows_go_through_a_head_on_one_torch_thread_and_a_log_on_all():
+    """One passage's head runs on one thread: torch's second OpenMP worker spins after it and takes a
+    core from the log search that follows. A whole log keeps every thread."""
+    import torch
+
+    from eqi_core.exposure.learned import FEW_ROWS
+
+    model = ExposureModel(8, "residual")
+    seen = []
+    model.passage_head.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    one = model.transform(np.ones((1, 8), np.float32), "passage")
+    log = model.transform(np.ones((FEW_ROWS + 1, 8), np.float32), "passage")
+    assert seen == [1, before] and torch.get_num_threads() == before
+    assert np.allclose(one[0], log[0])  # the same numbers either way
+
+
 def test_one_torch_thread_is_restored_when_the_last_use_ends_in_any_order():
     """Dashboard sessions train and sample at once; torch's thread count is the process's."""
     import torch
