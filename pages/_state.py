@@ -104,27 +104,40 @@ def live_run(spec: str, ranker_id: str, k: int = 100) -> Run:
 def _get_exposure_setup(spec: str, ranker_id: str, space: str | None, source: str):
     from eqi_core.exposure.setup import prepare_exposure
 
-    return prepare_exposure(get_collection(spec), ranker_id, get_store(), space=space)
+    return prepare_exposure(get_collection(spec), ranker_id, get_store(), space=space, passages=False)
 
 
 def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
     """The exact exposure map + embedding space for EQI (first build with progress), or a clear error.
-    ``ranker_id`` may be a result log (``run:<file>``); ``space`` the encoder of the dense methods."""
+    ``ranker_id`` may be a result log (``run:<file>``); ``space`` the encoder of the dense methods.
+    The passages' vectors come only when at hand or needed (a head's training, the evaluation): a
+    BM25 or result-log audit of a large collection does not wait for a dense space it does not use."""
     from eqi_core.exposure.result_logs import is_result_log, result_log_digest
-    from eqi_core.exposure.setup import exposure_ready, prepare_exposure
+    from eqi_core.exposure.setup import exposure_ready, prepare_exposure, space_for
 
     collection = get_collection(spec)
     store = get_store()
     try:
-        if not exposure_ready(collection, ranker_id, store, space=space):
+        if not exposure_ready(collection, ranker_id, store, space=space, passages=False):
+            dense_map = ranker_spec(ranker_id).family == "dense"
             with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
-                          f"{ranker_spec(ranker_id).name} (once; cached)...",
-                          lambda p: prepare_exposure(collection, ranker_id, store, progress=p, space=space))
+                          f"{ranker_spec(ranker_id).name}"
+                          + ("" if dense_map else f", then the log in {ranker_spec(space_for(ranker_id, space)).name}'s "
+                             "space for the approximate methods") + " (once; cached)...",
+                          lambda p: prepare_exposure(collection, ranker_id, store, progress=p, space=space, passages=False))
         source = result_log_digest(ranker_id) if is_result_log(ranker_id) else ""  # a changed log file is another setup
         return _get_exposure_setup(spec, ranker_id, space, source)
     except DataError as exc:
         st.error(literal(exc))
         st.stop()
+
+
+def passages_first(setup) -> str:
+    """What a head's training or an evaluation does before its own work on a setup whose passages are
+    not encoded yet ("encodes the 500,000 passages with MiniLM-L6 first, then "), else ""."""
+    if setup.passages_encoded():
+        return ""
+    return f"encodes the {len(setup.collection.passages):,} passages with {ranker_spec(setup.space).name} first, then "
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)

@@ -25,7 +25,7 @@ from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, compare_with, exposure_rankings_and_setup, small_log_notice
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop
+from pages._state import current_collection, exposure_setup_or_stop, latent_space_or_stop, passages_first
 from pages._text import literal, matched_words_line, result_columns
 from pages._url import copy_link, incoming, link_onward, page_header, sync_url, within
 
@@ -125,8 +125,11 @@ try:
         if setup.learned_available(config, held_out):
             model, _ = setup.learned(config, held_out)
             methods[model.name] = model
-        elif st.button(f"Train the {arch.title()} exposure head (about a minute on 2 cores)", key=f"exp_train_{arch}"):
-            with_progress(f"Training {arch.title()} (Algorithm 1 + RankNet)...", lambda p, c=config: setup.learned(c, held_out, p))
+        elif st.button(f"Train the {arch.title()} exposure head ({passages_first(setup)}about a minute on 2 cores)",
+                       key=f"exp_train_{arch}"):
+            training = f"{arch.title()} (Algorithm 1 + RankNet)..."
+            with_progress(f"Encoding the passages, then training {training}" if passages_first(setup) else f"Training {training}",
+                          lambda p, c=config: setup.learned(c, held_out, p))
             st.rerun()
 except DataError as exc:
     st.warning(f"Learned heads unavailable: {literal(exc)}")

@@ -22,7 +22,7 @@ from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup, small_log_notice
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
-from pages._state import current_collection
+from pages._state import current_collection, passages_first
 from pages._text import literal
 from pages._url import copy_link, page_header, sync_url, within
 
@@ -55,8 +55,8 @@ try:
     if not table2_available(setup, int(n_test), int(n_dq), config):
         offer = st.empty()  # cleared once computed: "not computed yet" must not sit above the results
         with offer.container():
-            st.info("This evaluation has not been computed yet: it tunes BM25-reverse and trains the Append and "
-                    "Residual heads (a few minutes on 2 cores), then is cached.")
+            st.info(f"This evaluation has not been computed yet: it {passages_first(setup)}tunes BM25-reverse and "
+                    "trains the Append and Residual heads (a few minutes on 2 cores), then is cached.")
             if not st.button("Run the evaluation", key="ev_run", type="primary"):
                 st.stop()
         with_progress("Evaluating EQI methods (tuning, training, retrieval)...",

@@ -28,10 +28,19 @@ def _exposure_setup(collection: str, ranker: str, depth: int, scheduler: str | N
     engine = _engine("local", scheduler, 2, None) if scheduler else None
     ranker_id = result_log_id(run_file) if run_file else ranker
     setup = prepare_exposure(c, ranker_id, store, depth, progress=tqdm_progress("preparing exposure map", "item"),
-                             engine=engine, space=space)
+                             engine=engine, space=space, passages=False)
     for note in setup.notes:
         typer.echo(f"note: {note}", err=True)
     return setup
+
+
+def _encode_passages(setup, why: str) -> None:
+    """Every passage in the dense space, which ``_exposure_setup`` leaves until needed (a learned head's
+    training), encoded with its own progress line."""
+    if not setup.passages_encoded():
+        typer.echo(f"note: {why} needs every passage in {setup.space}'s space: encoding the "
+                   f"{len(setup.collection.passages):,} passages once (kept in the store)", err=True)
+        setup.encode_passages(tqdm_progress(f"encoding passages with {setup.space}", "passage"))
 
 
 def _warn_degenerate(setup, n_qd: int, n_dq: int) -> None:
@@ -115,6 +124,8 @@ def exposure(
     methods = {"BM25-reverse": setup.bm25_reverse(), "dense-reverse": setup.dense_reverse()}
     for arch in ("residual",) if heads else ():
         try:
+            if not setup.learned_available(TrainingConfig(arch=arch), setup.test_passages()):
+                _encode_passages(setup, f"training the {arch.title()} head (--no-heads skips it)")
             model, _ = setup.learned(TrainingConfig(arch=arch), setup.test_passages(), tqdm_progress(f"training {arch}", "step"))
         except DataError as exc:  # as the page: the exact and reverse lists still stand
             typer.echo(f"warning: learned heads unavailable: {exc}", err=True)
@@ -367,7 +378,10 @@ def train_exposure(
                             lr=lr, seed=seed)
     config.validate()  # before the map is built
     setup = _exposure_setup(collection, ranker, 100, run_file=run_file, space=space)
-    _, info = setup.learned(config, setup.test_passages(n_test, seed), tqdm_progress(f"training {arch}", "step"))
+    held_out = setup.test_passages(n_test, seed)
+    if not setup.learned_available(config, held_out):
+        _encode_passages(setup, f"training the {arch.title()} head")
+    _, info = setup.learned(config, held_out, tqdm_progress(f"training {arch}", "step"))
     typer.echo(json.dumps(info, indent=1, default=str))
 
 
@@ -389,7 +403,13 @@ def eval_exposure(
     figure_formats: str = FigureFormatsOpt,
 ) -> None:
     """Paper Table 2 on held-out passages: brute force, BM25-reverse/-tuned, dense-reverse, Append, Residual."""
-    from eqi_core.exposure.evaluate import UNDEFINED_TEST_NOTE, cached_table2, expanding_log, training_size_grid
+    from eqi_core.exposure.evaluate import (
+        UNDEFINED_TEST_NOTE,
+        cached_table2,
+        expanding_log,
+        table2_available,
+        training_size_grid,
+    )
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.setup import default_n_dq
     from eqi_core.figure_export import figure_formats as _formats
@@ -404,6 +424,8 @@ def eval_exposure(
                        err=True)
     _warn_degenerate(setup, setup.depth, n_dq)
     config = TrainingConfig(n_dq=n_dq, steps=steps)
+    if grid or expanding or not table2_available(setup, n_test, n_dq, config):
+        _encode_passages(setup, "the evaluation")
     res = cached_table2(setup, n_test, n_dq, config, tqdm_progress("training", "step"))
     typer.echo(f"{setup.collection.name}, ranker {ranker_spec(setup.ranker_id).name}, {res['test_passages']} held-out "
                f"passages, n_d->q = {n_dq}")

@@ -86,6 +86,7 @@ def run_table2(setup: ExposureSetup, n_test: int = 1000, n_dq: int = 100, config
         raise DataError(f"n_d->q = {n_dq}: expected a positive number of queries")
     config = config or TrainingConfig(n_dq=n_dq, seed=seed)
     test = setup.test_passages(n_test, seed)
+    setup.encode_passages(progress)  # every passage: the heads train on them (a page's setup may not have them yet)
     rng = np.random.default_rng(seed + 1)
     pool = np.setdiff1d(np.flatnonzero(setup.exposure.counts() > 0), test)
     tune_docs = rng.choice(pool, size=min(300, len(pool)), replace=False)
@@ -141,6 +142,7 @@ def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list
     passage_sizes = list(passage_sizes or TABLE3_PASSAGE_SIZES)
     base = base or TrainingConfig(n_dq=n_dq)
     spec = relq_rbp(0.5, 0.9, n_dq)
+    setup.encode_passages(progress)
     out = pd.DataFrame(index=pd.Index(passage_sizes, name="train passages"),
                        columns=pd.Index(query_sizes, name="train queries"), dtype=float)
     for p in passage_sizes:
@@ -160,6 +162,7 @@ def expanding_log(setup: ExposureSetup, test: np.ndarray, train_fractions: list[
     n_q = len(setup.exposure.query_ids)
     order = np.random.default_rng(seed + 11).permutation(n_q)
     spec = relq_rbp(0.5, 0.9, n_dq)
+    setup.encode_passages(progress)
     rows = []
     for f_train in train_fractions:
         n_train = max(1, int(round(f_train * n_q)))

@@ -273,7 +273,7 @@ def passage_exposure(setup: ExposureSetup, methods: dict, specs: list[RelqSpec],
     if doc_id is not None:
         doc = setup.exposure.doc_index(doc_id)
         passage_text = setup.passage_text(doc)
-        emb = setup.doc_emb[doc]
+        emb = setup.passage_vector(doc)
     else:
         passage_text = validate_text(text)
         emb = setup.encoder.encode([passage_text])[0]

@@ -1,7 +1,12 @@
 """Everything EQI needs for one collection and ranker, built once: the exact exposure map, the
 dense space the reverse and learned methods search, and the methods themselves. Pages ask
 ``exposure_ready`` (cheap: no checksums) before ``prepare_exposure`` so that a first build can
-show its progress."""
+show its progress.
+
+One passage's exposure needs the map, the log's vectors and that passage's vector, not every
+passage's: under BM25 or a result log, ``prepare_exposure(passages=False)`` leaves the collection
+unencoded until something needs all of it (a learned head, an evaluation), so an audit of a large
+collection opens in seconds instead of waiting hours for a dense space it does not use."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -48,13 +53,26 @@ def dense_space_ready(encoder_id: str, collection: Collection, store: ArtifactSt
             and store.load(*query_embeddings_artifact(encoder_id, collection), verify=False) is not None)
 
 
-def exposure_ready(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
-                   space: str | None = None) -> bool:
-    """Whether ``prepare_exposure`` would only read the store (map and dense space built)."""
-    from eqi_core.exposure.distributed import map_artifact
+def passages_at_hand(encoder_id: str, collection: Collection, store: ArtifactStore) -> bool:
+    """Every passage's vector in this space is in the store or shipped with the project (cheap to load)."""
+    from eqi_core.rankers.dense import passage_embeddings_artifact
 
-    return (store.load(*map_artifact(collection, ranker_id, depth), verify=False) is not None
-            and dense_space_ready(space_for(ranker_id, space), collection, store))
+    return is_indexed(encoder_id, collection, store) or "shipped" in passage_embeddings_artifact(collection, encoder_id)[1]
+
+
+def exposure_ready(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
+                   space: str | None = None, passages: bool = True) -> bool:
+    """Whether ``prepare_exposure`` (with the same ``passages``) would only read the store: the map and
+    the log's vectors built, and every passage's vector when ``passages``."""
+    from eqi_core.exposure.distributed import map_artifact
+    from eqi_core.exposure.reverse import query_embeddings_artifact
+
+    encoder_id = space_for(ranker_id, space)
+    if store.load(*map_artifact(collection, ranker_id, depth), verify=False) is None:
+        return False
+    if passages:
+        return dense_space_ready(encoder_id, collection, store)
+    return store.load(*query_embeddings_artifact(encoder_id, collection), verify=False) is not None
 
 
 DEFAULT_N_DQ = 100
@@ -118,7 +136,7 @@ class ExposureSetup:
     exposure: ExposureMap
     encoder: object  # the dense encoder whose space the dense methods use
     space: str  # its id
-    doc_emb: np.ndarray
+    passage_vectors: np.ndarray | None  # every passage in that space; None until first needed (``doc_emb``)
     query_emb: np.ndarray
     store: ArtifactStore
     texts: list[str] = field(default_factory=list)  # passage texts as rankers see them
@@ -140,6 +158,32 @@ class ExposureSetup:
         if map_shipped or space_shipped:
             params["shipped"] = {"map": map_shipped, "space": space_shipped}
         return {**params, "source": self.source} if self.source else params
+
+    # -- the dense space's passages ------------------------------------------------------------
+    @property
+    def doc_emb(self) -> np.ndarray:
+        """Every passage's vector in the dense space, encoded (or loaded) on first use."""
+        return self.encode_passages()
+
+    def passages_encoded(self) -> bool:
+        return self.passage_vectors is not None
+
+    def encode_passages(self, progress: ProgressFn | None = None) -> np.ndarray:
+        """Every passage's vector, built once in the store (the dense ranker's own index, shared with
+        search and the latent space); what heads and evaluations need, and one passage's view does not."""
+        if self.passage_vectors is None:
+            self.passage_vectors = build_ranker(self.space, self.collection, self.store, progress).doc_embeddings
+        return self.passage_vectors
+
+    def passage_vector(self, doc: int) -> np.ndarray:
+        """One passage's vector: from every passage's when they are encoded, else the passage encoded
+        alone (kept; within float rounding, about 1e-7, of its vector in a batch)."""
+        if self.passage_vectors is not None:
+            return self.passage_vectors[doc]
+        alone = self._methods.setdefault("_passages_alone", {})
+        if doc not in alone:
+            alone[doc] = self.encoder.encode([self.texts[doc]])[0]
+        return alone[doc]
 
     # -- splits ------------------------------------------------------------------------------
     def test_passages(self, n: int = 1000, seed: int = 0) -> np.ndarray:
@@ -203,7 +247,9 @@ class ExposureSetup:
         excl = np.asarray(exclude_docs if exclude_docs is not None else [], dtype=np.int64)
         _, params = self.learned_params(config, excl)
         params = {k: v for k, v in params.items() if k not in ("config", "version")}  # train_or_load adds both
-        model, info = train_or_load(self.store, params, self.exposure, self.query_emb, self.doc_emb, config, excl, progress)
+        # a stored head loads without the passages; training one encodes them first, under the same progress
+        passages = self.passage_vectors if self.learned_available(config, excl) else self.encode_passages(progress)
+        model, info = train_or_load(self.store, params, self.exposure, self.query_emb, passages, config, excl, progress)
         name = {"residual": "Residual", "append": "Append"}[config.arch]
         key = ("trained_on", repr(config), digest(excl))
         if key not in self._methods:  # replayed, not stored: the same draws as the training's (Algorithm 1, lines 1-9)
@@ -260,15 +306,24 @@ def digest(arr: np.ndarray) -> str:
 
 
 def prepare_exposure(collection: Collection, ranker_id: str, store: ArtifactStore, depth: int = 100,
-                     progress: ProgressFn | None = None, engine=None, space: str | None = None) -> ExposureSetup:
+                     progress: ProgressFn | None = None, engine=None, space: str | None = None,
+                     passages: bool = True) -> ExposureSetup:
     """Build (or load) the exact exposure map and the dense space for EQI. The map comes from the
     one builder, ``compute_exposure_map``: in-process by default, on Dask with an ``engine``.
     ``ranker_id`` may be ``run:<file>``, a system's result log; ``space`` picks the encoder of
-    the dense methods (default: the ranker's own, else MiniLM-L6)."""
+    the dense methods (default: the ranker's own, else MiniLM-L6). ``passages=False``: every
+    passage's vector only where it is at hand (stored or shipped), else encoded when first needed
+    (``ExposureSetup.encode_passages``); one passage's view then encodes that passage alone."""
     from eqi_core.exposure.distributed import compute_exposure_map
+    from eqi_core.rankers.registry import load_encoder
 
     exposure, info = compute_exposure_map(collection, ranker_id, store, depth, engine, progress=progress)
-    dense = build_ranker(space_for(ranker_id, space), collection, store, progress)
-    q_emb = query_embeddings(dense.encoder, collection, store, progress)
-    return ExposureSetup(collection, ranker_id, depth, exposure, dense.encoder, dense.encoder.id,
-                         dense.doc_embeddings, q_emb, store, collection.passage_texts(), info["notes"], info["source"])
+    encoder_id = space_for(ranker_id, space)
+    if passages or passages_at_hand(encoder_id, collection, store):
+        dense = build_ranker(encoder_id, collection, store, progress)
+        encoder, vectors = dense.encoder, dense.doc_embeddings
+    else:
+        encoder, vectors = load_encoder(encoder_id), None
+    q_emb = query_embeddings(encoder, collection, store, progress)
+    return ExposureSetup(collection, ranker_id, depth, exposure, encoder, encoder.id,
+                         vectors, q_emb, store, collection.passage_texts(), info["notes"], info["source"])

@@ -485,3 +485,37 @@ def test_a_small_log_is_said_and_dl19s_points_to_the_ms_marco_queries(tmp_path, 
     at.run()
     assert any(as_read(i.value).startswith("This log holds only") and "Add your data" in as_read(i.value) for i in at.info)
     assert not any(p.proto.label.endswith("MS MARCO queries") for p in at.get("page_link"))
+
+
+def test_a_bm25_audit_opens_without_encoding_the_collection(tmp_path, monkeypatch):
+    """Under BM25 the page needs the map, the log's vectors and the shown passage's: with no passage
+    encoded it opens with every method but the heads, whose buttons say that training encodes the
+    passages first (a 500,000-passage collection waited hours here for vectors one passage's view never
+    used). The collection is the tiny one plus a passage of its own, so no other test has encoded it."""
+    import shutil
+
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import is_indexed
+    from eqi_core.store import ArtifactStore
+
+    coll = tmp_path / "data" / "audit"
+    shutil.copytree(TINY_BEIR, coll)
+    with (coll / "corpus.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"_id": "d13", "title": "", "text": "an audit of one passage needs no other passage encoded"}\n')
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(coll.parent))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.session_state["_kept_collection_spec"] = f"beir:{coll}"
+    at.session_state["_kept_ranker_id"] = "bm25"
+    at.run()
+    at.switch_page("pages/exposure.py").run()
+    assert not at.exception, at.exception
+    assert any("dense-reverse (minilm-l6)" in getattr(d.value, "index", []) for d in at.dataframe), \
+        "dense-reverse's RELQ for the shown passage"
+    labels = [b.label for b in at.button if b.key and b.key.startswith("exp_train_")]
+    assert labels == [f"Train the {a} exposure head (encodes the 13 passages with MiniLM-L6 (dense) first, then about a "
+                      "minute on 2 cores)" for a in ("Residual", "Append")], labels
+    assert not is_indexed("minilm-l6", load_collection(f"beir:{coll}"), ArtifactStore())  # the page's store
+    at.switch_page("pages/exposure_eval.py").run()
+    assert not at.exception, at.exception
+    assert any("encodes the 13 passages with MiniLM-L6 (dense) first, then tunes BM25-reverse" in as_read(i.value)
+               for i in at.info)

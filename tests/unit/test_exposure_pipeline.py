@@ -281,3 +281,51 @@ def test_query_results_agree_with_the_exposure_map(setup):
     assert int(shown.loc[shown["doc_id"] == doc, "rank"].iloc[0]) == rank
     with pytest.raises(DataError, match="query id 'nope' is not in the query log"):
         setup.query_results("nope", 3)
+
+
+def test_one_passages_view_under_bm25_encodes_no_other_passage(tmp_path):
+    """An audit under BM25 (or a result log) needs the map, the log's vectors and one passage's vector:
+    ``passages=False`` leaves the collection unencoded (a 500,000-passage collection waited hours for a
+    dense space this view never used), gives the same lists as the fully encoded setup, and encodes
+    every passage, once, only when a head trains on them."""
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import is_indexed
+    from eqi_core.store import ArtifactStore
+
+    tiny = load_collection(f"beir:{TINY_BEIR}")
+    lazy_store, full_store = ArtifactStore(tmp_path / "lazy"), ArtifactStore(tmp_path / "full")
+    lazy = prepare_exposure(tiny, "bm25", lazy_store, depth=3, space="minilm-l3-onnx", passages=False)
+    full = prepare_exposure(tiny, "bm25", full_store, depth=3, space="minilm-l3-onnx")
+    assert not lazy.passages_encoded() and full.passages_encoded()
+    methods = {"dense": lazy.dense_reverse(), "bm25": lazy.bm25_reverse()}
+    got = passage_exposure(lazy, methods, [relq_rbp(0.5, 0.9, 5)], 3, 5, doc_id="d1")
+    want = passage_exposure(full, {"dense": full.dense_reverse(), "bm25": full.bm25_reverse()}, [relq_rbp(0.5, 0.9, 5)],
+                            3, 5, doc_id="d1")
+    for name in methods:
+        pd.testing.assert_frame_equal(got.lists[name].drop(columns="score"), want.lists[name].drop(columns="score"))
+        np.testing.assert_allclose(got.lists[name]["score"], want.lists[name]["score"], atol=1e-5)
+    pd.testing.assert_frame_equal(got.exact, want.exact)
+    assert not lazy.passages_encoded() and not is_indexed("minilm-l3-onnx", tiny, lazy_store)
+    np.testing.assert_allclose(lazy.passage_vector(1), full.doc_emb[1], atol=1e-5)
+
+    held_out = lazy.test_passages(2)
+    lazy.learned(FAST, held_out)  # a head trains on every passage: encoded now, into the store
+    assert lazy.passages_encoded() and is_indexed("minilm-l3-onnx", tiny, lazy_store)
+    np.testing.assert_allclose(lazy.doc_emb, full.doc_emb, atol=1e-5)
+    again = prepare_exposure(tiny, "bm25", lazy_store, depth=3, space="minilm-l3-onnx", passages=False)
+    assert again.passages_encoded()  # at hand in the store: loaded, as before
+    assert again.learned_available(FAST, held_out)
+
+
+def test_exposure_ready_asks_for_the_passages_only_when_they_are_wanted(tmp_path):
+    from eqi_core.exposure.setup import exposure_ready
+    from eqi_core.loaders import load_collection
+    from eqi_core.store import ArtifactStore
+
+    tiny, store = load_collection(f"beir:{TINY_BEIR}"), ArtifactStore(tmp_path)
+    assert not exposure_ready(tiny, "bm25", store, 3, space="minilm-l3-onnx", passages=False)
+    prepare_exposure(tiny, "bm25", store, depth=3, space="minilm-l3-onnx", passages=False)
+    assert exposure_ready(tiny, "bm25", store, 3, space="minilm-l3-onnx", passages=False)
+    assert not exposure_ready(tiny, "bm25", store, 3, space="minilm-l3-onnx")
+    prepare_exposure(tiny, "bm25", store, depth=3, space="minilm-l3-onnx")
+    assert exposure_ready(tiny, "bm25", store, 3, space="minilm-l3-onnx")
