@@ -122,8 +122,8 @@ def exposure_setup_or_stop(spec: str, ranker_id: str, space: str | None = None):
             dense_map = ranker_spec(ranker_id).family == "dense"
             with_progress(f"Computing the exact exposure map: {len(collection.queries):,} queries through "
                           f"{ranker_spec(ranker_id).name}"
-                          + ("" if dense_map else f", then the log in {ranker_spec(space_for(ranker_id, space)).name}'s "
-                             "space for the approximate methods") + " (once; cached)...",
+                          + ("" if dense_map else f", then the log's vectors under {ranker_spec(space_for(ranker_id, space)).name} "
+                             "for the approximate methods") + " (once; cached)...",
                           lambda p: prepare_exposure(collection, ranker_id, store, progress=p, space=space, passages=False))
         source = result_log_digest(ranker_id) if is_result_log(ranker_id) else ""  # a changed log file is another setup
         return _get_exposure_setup(spec, ranker_id, space, source)

@@ -329,3 +329,21 @@ def test_exposure_ready_asks_for_the_passages_only_when_they_are_wanted(tmp_path
     assert not exposure_ready(tiny, "bm25", store, 3, space="minilm-l3-onnx")
     prepare_exposure(tiny, "bm25", store, depth=3, space="minilm-l3-onnx")
     assert exposure_ready(tiny, "bm25", store, 3, space="minilm-l3-onnx")
+
+
+def test_eqi_exposure_under_bm25_encodes_the_passages_only_to_train_a_head(tmp_path, monkeypatch):
+    from eqi_core.loaders import load_collection
+    from eqi_core.rankers import is_indexed
+    from eqi_core.store import ArtifactStore
+
+    monkeypatch.setenv("EQI_HOME", str(tmp_path))
+    tiny, store = load_collection(f"beir:{TINY_BEIR}"), ArtifactStore(tmp_path)
+    out = runner.invoke(app, ["exposure", "d1", "-c", f"beir:{TINY_BEIR}", "-r", "bm25", "--space", "minilm-l3-onnx",
+                              "--no-heads"])
+    assert out.exit_code == 0, out.output
+    assert "dense-reverse" in out.output and not is_indexed("minilm-l3-onnx", tiny, store)
+    out = runner.invoke(app, ["train-exposure", "-c", f"beir:{TINY_BEIR}", "-r", "bm25", "--space", "minilm-l3-onnx",
+                              "--steps", "30", "--train-passages", "8", "--test-passages", "2"])
+    assert out.exit_code == 0, out.output
+    assert "training the Residual head needs every passage in minilm-l3-onnx's space: encoding the 12 passages" in out.output
+    assert is_indexed("minilm-l3-onnx", tiny, store)
