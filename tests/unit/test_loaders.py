@@ -152,6 +152,8 @@ def test_passages_with_the_same_text_by_hand(tmp_path):
     assert c.same_text("a bank") == ["d1", "d2"] and c.same_text("a bank", but="d1") == ["d2"]
     assert c.same_text("a. bank") == ["d3"]  # as rankers index it: title and text joined
     assert c.same_text("") == []  # passages without text are not each other's twins
+    # the texts are made once per collection (1.6 s a call on 500,000 passages), as rankers index them
+    assert c.passage_texts() is c.passage_texts() and c.passage_texts() == ["a bank", "a bank", "a. bank", "", ""]
 
 
 def test_a_small_share_in_a_note_keeps_its_first_digits():
