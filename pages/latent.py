@@ -76,7 +76,6 @@ st.caption(f"Decoder model: **{getattr(space.model, 'label', 'decoder')}** "
               if on_wordnet and space.model.card.get("wordnet_comparison") else ""))
 
 # -- query and target ---------------------------------------------------------------------------------
-texts = dict(zip(collection.passages["doc_id"], collection.passage_texts()))
 c1, c2 = st.columns(2)
 query = c1.text_input("Query (from the log or typed)", key="lat_query", placeholder="a logged query, or any text",
                       help="A logged query uses its judgments for nDCG@10; a typed one treats the target as the relevant passage.")
@@ -97,10 +96,17 @@ if not options:
     st.stop()
 if st.session_state.get("lat_target") not in options:
     st.session_state["lat_target"] = options[0]
+
+
+def target_text(doc_id: str, missing: str = "(not in the collection)") -> str:
+    text = collection.passage_text(doc_id)
+    return missing if text is None else text
+
+
 target = c2.selectbox("Target passage", options, key="lat_target",
-                      format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {readable(texts.get(d, '(not in the collection)'))[:80]}")
-st.markdown(f"> **Target** {literal(target)}: {literal(readable(texts.get(target, '')))}")
-if target in texts:
+                      format_func=lambda d: f"{d}{' (gold)' if d == gold else ''}: {readable(target_text(d))[:80]}")
+st.markdown(f"> **Target** {literal(target)}: {literal(readable(target_text(target, '')))}")
+if target in collection.doc_index:
     link_onward(st, "pages/exposure.py", "Which logged queries expose the target? (Exposure)", ":material/visibility:",
                 passage=target)
 
