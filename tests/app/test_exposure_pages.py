@@ -12,14 +12,19 @@ from tests.conftest import FIXTURES, TINY_BEIR
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
+def app_on(monkeypatch, roots: Path, collection: Path, ranker: str, page: str | None = None) -> AppTest:
+    """The app run on this BEIR collection (under the data roots ``roots``) and ranker; on ``page`` if given."""
+    monkeypatch.setenv("EQI_DATA_ROOTS", str(roots))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.session_state["_kept_collection_spec"] = f"beir:{collection}"
+    at.session_state["_kept_ranker_id"] = ranker
+    at.run()
+    return at.switch_page(page).run() if page else at
+
+
 @pytest.fixture
 def at(monkeypatch):
-    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
-    at.session_state["_kept_ranker_id"] = "minilm-l3-onnx"
-    at.run()
-    return at
+    return app_on(monkeypatch, FIXTURES, TINY_BEIR, "minilm-l3-onnx")
 
 
 @pytest.fixture
@@ -122,12 +127,7 @@ def test_exposure_page_by_id_and_pasted(at):
 
 @pytest.mark.parametrize("ranker", ["bm25", "splade-tiny"])
 def test_pasted_passage_has_exact_exposure_under_lexical_and_sparse_rankers(monkeypatch, ranker):
-    monkeypatch.setenv("EQI_DATA_ROOTS", str(FIXTURES))
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state["_kept_collection_spec"] = f"beir:{TINY_BEIR}"
-    at.session_state["_kept_ranker_id"] = ranker
-    at.run()
-    at.switch_page("pages/exposure.py").run()
+    at = app_on(monkeypatch, FIXTURES, TINY_BEIR, ranker, "pages/exposure.py")
     at.radio(key="exp_source").set_value("Paste a new passage").run()
     at.text_area(key="exp_text").set_value("a loan from the bank with interest").run()
     assert not at.exception, at.exception
@@ -459,12 +459,7 @@ def test_a_small_log_is_said_and_dl19s_points_to_the_ms_marco_queries(tmp_path, 
     shutil.copytree(TINY_BEIR, dl19)
     log.parent.mkdir()
     log.write_text("m1\tbank loan interest\nm2\triver bank\n", encoding="utf-8")
-    monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state["_kept_collection_spec"] = f"beir:{dl19}"
-    at.session_state["_kept_ranker_id"] = "bm25"
-    at.run()
-    at.switch_page("pages/exposure.py").run()
+    at = app_on(monkeypatch, tmp_path, dl19, "bm25", "pages/exposure.py")
     assert not at.exception, at.exception
     note = next(as_read(i.value) for i in at.info if as_read(i.value).startswith("This log holds only"))
     assert "MS MARCO passage queries" in note
@@ -502,12 +497,7 @@ def test_a_bm25_audit_opens_without_encoding_the_collection(tmp_path, monkeypatc
     shutil.copytree(TINY_BEIR, coll)
     with (coll / "corpus.jsonl").open("a", encoding="utf-8") as fh:
         fh.write('{"_id": "d13", "title": "", "text": "an audit of one passage needs no other passage encoded"}\n')
-    monkeypatch.setenv("EQI_DATA_ROOTS", str(coll.parent))
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state["_kept_collection_spec"] = f"beir:{coll}"
-    at.session_state["_kept_ranker_id"] = "bm25"
-    at.run()
-    at.switch_page("pages/exposure.py").run()
+    at = app_on(monkeypatch, coll.parent, coll, "bm25", "pages/exposure.py")
     assert not at.exception, at.exception
     assert any("dense-reverse (minilm-l6)" in getattr(d.value, "index", []) for d in at.dataframe), \
         "dense-reverse's RELQ for the shown passage"
