@@ -34,11 +34,11 @@ from eqi_core.exposure.exact import ExposureMap
 from eqi_core.progress import ProgressFn
 from eqi_core.rankers.dense import InnerProductIndex, exact_topk
 from eqi_core.store import ArtifactStore
-from eqi_core.threads import one_torch_thread
+from eqi_core.threads import one_torch_thread, subnormals_flushed
 
 ARCHITECTURES = ("residual", "append")
 FEW_ROWS = 1024  # ``ExposureModel.transform`` runs this many rows or fewer on one torch thread
-HEAD_VERSION = 2  # part of every stored head's key: bump when the architecture or training changes
+HEAD_VERSION = 3  # part of every stored head's key: bump when the architecture or training changes
 
 
 def _block(n_in: int, n_out: int, dropout: float) -> list[nn.Module]:
@@ -248,7 +248,8 @@ def train_exposure_model(data: TrainingData, query_emb: np.ndarray, doc_emb: np.
     # are 1.4x faster on an idle 2-core machine (25-31 against 41-46 ms a step) but 2-4x slower than
     # one as soon as another process holds a core (93-188 against 41-43 ms), which turned a
     # one-minute training into eleven. One thread also gives the same bits on any number of cores.
-    with one_torch_thread():
+    # Subnormals flushed: where the loss nears zero they made each step ten times slower.
+    with one_torch_thread(), subnormals_flushed():
         return _train(data, query_emb, doc_emb, config, progress)
 
 

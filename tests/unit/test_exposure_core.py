@@ -129,11 +129,23 @@ def test_training_lowers_the_ranknet_loss(emap):
     import torch
 
     before = torch.get_num_threads()
-    threads = []
-    model, losses = train_exposure_model(data, q_emb, d_emb, cfg, progress=lambda *_: threads.append(torch.get_num_threads()))
+    threads, flushed = [], []
+
+    def seen(*_):
+        threads.append(torch.get_num_threads())
+        flushed.append(_subnormal_product() == 0.0)
+
+    model, losses = train_exposure_model(data, q_emb, d_emb, cfg, progress=seen)
     assert isinstance(model, ExposureModel)
     assert np.mean(losses[-20:]) < np.mean(losses[:20])
     assert set(threads) == {1} and torch.get_num_threads() == before  # one thread while training, restored after
+    # subnormals flushed to zero while training (they made steps 10x slower as the loss neared 0), kept after
+    assert set(flushed) == {True} and 0.0 < _subnormal_product() < 1e-38
+
+
+def _subnormal_product() -> float:
+    """1e-30 x 1e-10 in float32: 1e-40 is subnormal, so 0.0 where subnormals are flushed."""
+    return float(torch.tensor([1e-30]) * torch.tensor([1e-10]))
 
 
 def test_a_few_rows_go_through_a_head_on_one_torch_thread_and_a_log_on_all():
