@@ -20,6 +20,7 @@ from eqi_core.judged import comparison_line, judged_passages, judged_search, jud
 from eqi_core.loaders.registry import web_log_demo
 from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import DEFAULT_RANKER, has_run, ranker_spec
+from eqi_core.table_export import csv_bytes
 from pages._exports import clicked_data
 from pages._rankings import compare_with
 from pages._sidebar import COLLECTION_KEY, RANKER_KEY, sidebar
@@ -286,7 +287,7 @@ def where_the_ranker_fails() -> None:
         link_onward(links, "pages/latent.py", "What should it have asked? (Latent traversal)", ":material/route:",
                     query=row["query"], target=gold)
         link_onward(links, "pages/suggestions.py", "Better queries (Query suggestions)", ":material/lightbulb:", query=row["query"])
-    right.download_button("Every judged query (CSV)", lambda: eff.per_query.to_csv(index=False).encode(),
+    right.download_button("Every judged query (CSV)", lambda: csv_bytes(eff.per_query),
                           f"per_query_{ranker.id}.csv", "text/csv", on_click="ignore", key="eff_csv")  # made when clicked
 
 

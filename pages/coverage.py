@@ -23,6 +23,7 @@ from eqi_core.matching import matched_spans, shared_words
 from eqi_core.rankers import RANKERS, release_date_for
 from eqi_core.reports import coverage_report
 from eqi_core.store import content_digest
+from eqi_core.table_export import csv_bytes
 from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import current_collection, live_run
@@ -161,8 +162,8 @@ for agg in ("max", "mean"):
 st.dataframe(shown[["ranker", "release", "mean_metric", "TaSC max (95% CI)", "TaSC mean (95% CI)", "reference"]],
              hide_index=True, width="stretch", column_config={"mean_metric": st.column_config.NumberColumn(f"mean {measure_name}", format="%.4f")})
 d1, d2, d3 = st.columns(3)
-d1.download_button("Matrix (CSV)", values.to_csv().encode(), "per_query_matrix.csv", "text/csv", on_click="ignore", key="dl_matrix")
-d2.download_button("TaSC table (CSV)", table.to_csv(index=False).encode(), "tasc.csv", "text/csv", on_click="ignore", key="dl_tasc")
+d1.download_button("Matrix (CSV)", csv_bytes(values, index=True), "per_query_matrix.csv", "text/csv", on_click="ignore", key="dl_matrix")
+d2.download_button("TaSC table (CSV)", csv_bytes(table), "tasc.csv", "text/csv", on_click="ignore", key="dl_tasc")
 d3.download_button("TaSC table (LaTeX)", tasc_latex(table, measure_name).encode(), "tasc.tex", "text/x-tex", on_click="ignore", key="dl_latex")
 
 # -- figures -------------------------------------------------------------------------------------

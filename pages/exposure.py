@@ -21,6 +21,7 @@ from eqi_core.figures.exposure import exposure_bars, exposure_change_scatter, re
 from eqi_core.matching import change_overlap_line, shared_words, with_shared_words, word_overlap_line
 from eqi_core.rankers import ranker_spec
 from eqi_core.reports import exposure_report
+from eqi_core.table_export import csv_bytes
 from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, compare_with, exposure_rankings_and_setup, small_log_notice
@@ -197,7 +198,7 @@ if result.exact is not None:
     else:  # a sentence, as in the report, not a bare header
         cols[0].caption(f"No logged query shows this passage in its top {n_qd}.")
     exact_words = with_shared_words(result.exact, result.text)  # the CSV's column and the line below, once
-    cols[0].download_button("CSV", exact_words.to_csv(index=False).encode(),
+    cols[0].download_button("CSV", csv_bytes(exact_words),
                             "exact_exposing_queries.csv", on_click="ignore", key="exp_dl_exact")
 for col, name in zip(cols[1:] if result.exact is not None else cols, names):
     col.markdown(f"**{name}**")
@@ -206,7 +207,7 @@ for col, name in zip(cols[1:] if result.exact is not None else cols, names):
                   placeholder=f"> {n_qd}", column_config={"rank": st.column_config.NumberColumn(
                       "rank", format="%d", help=f"the passage's rank for this query (exact); '> {n_qd}': this query "
                                                 f"does not show it in its top {n_qd}")})
-    col.download_button("CSV", result.lists[name].astype({"rank": "Int64"}).to_csv(index=False).encode(), f"{name}.csv",
+    col.download_button("CSV", csv_bytes(result.lists[name].astype({"rank": "Int64"})), f"{name}.csv",
                         on_click="ignore", key=f"exp_dl_{name}")
 
 if result.exact is not None and len(result.exact):
@@ -292,7 +293,7 @@ elif other is not None:
                                 "places up": st.column_config.NumberColumn(
                                     format="%+d", help=f"rank under {name_a} minus rank under {name_b}: above 0, "
                                                        f"{name_b} shows it higher")})
-    st.download_button("CSV", change.to_csv(index=False).encode(), "exposure_change.csv", on_click="ignore", key="exp_change_csv")
+    st.download_button("CSV", csv_bytes(change), "exposure_change.csv", on_click="ignore", key="exp_change_csv")
 
 # -- queries no log holds yet ------------------------------------------------------------------------------
 generated = None
@@ -332,7 +333,7 @@ else:
                      column_config={"its rank": st.column_config.NumberColumn(format="%d")})
         st.caption("In the log: the log holds the decoded query, word for word or reworded (the same content words, "
                    "or nearly: *logged as* says which query); only the others count as unseen.")
-        st.download_button("CSV", g.candidates.to_csv(index=False).encode(), "decoded_exposing_queries.csv",
+        st.download_button("CSV", csv_bytes(g.candidates), "decoded_exposing_queries.csv",
                            on_click="ignore", key="exp_gen_csv")
 
 
@@ -359,8 +360,9 @@ def retrievability_extremes_table(summary, n_qd: int, weighted: bool) -> None:
         chosen_doc = str(extremes["doc_id"].iloc[rows[0]])
         st.button(f"Audit {literal(chosen_doc)} instead", key="exp_retr_open", icon=":material/visibility:",
                   on_click=lambda: st.session_state.update(exp_source="From the collection", exp_doc=chosen_doc, exp_find=""))
-    st.download_button("r(d) of every passage (CSV)", lambda: pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values})
-                       .to_csv(index=False).encode(), "retrievability.csv", "text/csv", on_click="ignore", key="exp_retr_csv")  # made when clicked
+    st.download_button("r(d) of every passage (CSV)",  # made when clicked
+                       lambda: csv_bytes(pd.DataFrame({"doc_id": setup.exposure.doc_ids, "r(d)": summary.values})),
+                       "retrievability.csv", "text/csv", on_click="ignore", key="exp_retr_csv")
 
 
 figures = ([fig] if chosen and result.exact is not None else []) + [f for f in (patience_fig, change_fig) if f is not None]

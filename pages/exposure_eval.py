@@ -18,6 +18,7 @@ from eqi_core.exposure.relq import relq_rbp
 from eqi_core.exposure.setup import default_n_dq, degenerate_settings
 from eqi_core.figures import exposure as figs
 from eqi_core.rankers import ranker_spec
+from eqi_core.table_export import csv_bytes
 from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._progress import with_progress
 from pages._rankings import SOURCE_KEY, exposure_rankings_and_setup, small_log_notice
@@ -69,7 +70,7 @@ except DataError as exc:
 
 st.subheader(f"Table 2: mean RELQ over {res['test_passages']:,} held-out passages")
 st.dataframe(res["table"].style.format("{:.3f}"), width="stretch", key="ev_table2")
-st.download_button("Table 2 (CSV)", res["table"].to_csv().encode(), "table2.csv", on_click="ignore", key="ev_dl_t2")
+st.download_button("Table 2 (CSV)", csv_bytes(res["table"], index=True), "table2.csv", on_click="ignore", key="ev_dl_t2")
 st.caption(f"BM25-tuned: k1 = {res['bm25_tuning']['k1']}, b = {res['bm25_tuning']['b']} (grid search on 300 training "
            "passages). One-tailed paired t-tests on RELQ_RBP,RBP(0.5,0.9) against dense-reverse:")
 st.dataframe(res["ttests"].style.format({"mean_diff": "{:+.3f}", "t": "{:.1f}", "p_one_tailed": "{:.2g}"}, na_rep="—"),

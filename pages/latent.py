@@ -11,6 +11,7 @@ from eqi_core.errors import DataError
 from eqi_core.figures.latent import ndcg_curve, suggestion_bars, trajectory, traversal_steps
 from eqi_core.rankers import ranker_spec
 from eqi_core.suggestion.panel import RANKER_DEPTH, rank_labels, ranker_top, score_with_ranker
+from eqi_core.table_export import csv_bytes
 from pages._exports import PLOT_CONFIG, clicked_data, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
@@ -224,7 +225,7 @@ picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode=
                                      "nDCG@10": st.column_config.NumberColumn(format="%.3f", width=70 if narrow else 75),
                                      "cos(q)": st.column_config.NumberColumn(format="%.3f", width=50 if narrow else 60),
                                      "cos(d)": st.column_config.NumberColumn(format="%.3f", width=50 if narrow else 60)})
-st.download_button("Steps as CSV", frame.to_csv(index=False).encode(), "traversal_steps.csv", on_click="ignore", key="lat_csv",
+st.download_button("Steps as CSV", csv_bytes(frame), "traversal_steps.csv", on_click="ignore", key="lat_csv",
                    icon=":material/download:")
 left, right = st.columns([1, 1])
 with left:

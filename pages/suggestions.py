@@ -23,6 +23,7 @@ from eqi_core.suggestion.panel import (
     suggestion_table,
     with_rank_labels,
 )
+from eqi_core.table_export import csv_bytes
 from pages._exports import PLOT_CONFIG, figure_downloads
 from pages._sidebar import COLLECTION_KEY, sidebar
 from pages._state import (
@@ -163,7 +164,7 @@ picked = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode=
                                          f"gold rank ({other.id})": st.column_config.TextColumn(
                                              width=110, help=f"the gold passage's rank for the suggestion under {other_name} "
                                                              "(within its top 100)")})})
-st.download_button("Suggestions as CSV", table.to_csv(index=False).encode(), "suggestions.csv", on_click="ignore", key="sug_csv",
+st.download_button("Suggestions as CSV", csv_bytes(table), "suggestions.csv", on_click="ignore", key="sug_csv",
                    icon=":material/download:")
 rows = getattr(getattr(picked, "selection", None), "rows", None) or []
 row = int(rows[0]) if rows else 0

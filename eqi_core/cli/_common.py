@@ -124,9 +124,12 @@ def _load(spec: str, store: ArtifactStore | None = None):
 
 
 def _write_csv(frame, path: Path, **to_csv) -> None:
-    """A CSV output, written whole or not at all (a killed run leaves no half file for a reader)."""
+    """A CSV output, written whole or not at all (a killed run leaves no half file for a reader), with
+    formula-like text marked as text for spreadsheets (``table_export``)."""
+    from eqi_core.table_export import spreadsheet_safe
+
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, **to_csv)
+        spreadsheet_safe(frame).to_csv(tmp, **to_csv)
 
 
 def _echo_json(obj: dict, output: Path | None) -> None:

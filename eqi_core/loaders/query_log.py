@@ -17,6 +17,7 @@ import pandas as pd
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
 from eqi_core.loaders.text_files import inner_suffix, iter_jsonl, read_text
+from eqi_core.table_export import unmark
 
 QUERY_LOG_FILE = "a query log (qid<TAB>text[<TAB>count], CSV or JSONL)"
 _ID = ("qid", "query_id", "query-id", "_id", "id")
@@ -48,6 +49,8 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
         frame, first_row = _columns(pd.DataFrame(rows), path), 1
     elif suffix == ".csv":
         frame, first_row = _columns(pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False), path), 2
+        for col in ("query_id", "text"):  # a CSV the dashboard or the CLI wrote: "'-exec ..." -> "-exec ..."
+            frame[col] = unmark(frame[col])
     else:
         first = [h.strip().lower() for h in text.split("\n", 1)[0].split("\t")]
         header = first[0] in _ID and len(first) > 1 and first[1] in _TEXT
