@@ -29,7 +29,7 @@ def test_a_downloaded_csv_loads_back_as_the_log_it_came_from(tmp_path):
     log = pd.DataFrame({"query_id": ["q1", "-q2", "q3"], "text": ["-exec isn't being passed", "=1+1", "'quoted"]})
     path = tmp_path / "log.csv"
     path.write_bytes(csv_bytes(log))
-    assert "'-exec isn't being passed" in path.read_text()
+    assert "'-exec isn't being passed" in path.read_text(encoding="utf-8")
     back = read_query_log(path)
     assert back["query_id"].tolist() == ["q1", "-q2", "q3"]
     assert back["text"].tolist() == ["-exec isn't being passed", "=1+1", "'quoted"]
