@@ -341,24 +341,31 @@ def _int8_rescore_rows(approx, maxima, k, margin, q_scale, q_norm, q_err, q, d, 
             highs[t] = score + slack
         kth = _maxima_bound(lows[:m], k, counts, bins)  # k lower bounds reach it: at most the k-th largest
         filled = 0
-        for t in range(m):
-            if highs[t] < kth:
-                continue
-            j = cand[t]
-            total = 0.0
-            for e in range(dim):
-                total += np.float64(q[r, e]) * np.float64(d[j, e])
-            # keep the best k, score descending, lower position first among equal scores
-            if filled == k and (total < top_s[k - 1] or (total == top_s[k - 1] and j > top_i[k - 1])):
-                continue
-            p = min(filled, k - 1) - 1
-            while p >= 0 and (top_s[p] < total or (top_s[p] == total and top_i[p] > j)):
-                top_s[p + 1] = top_s[p]
-                top_i[p + 1] = top_i[p]
-                p -= 1
-            top_s[p + 1] = total
-            top_i[p + 1] = j
-            filled = min(filled + 1, k)
+        # first the candidates whose lower bound reaches kth (at least k of them), so the list holds
+        # near-final scores when the others come: one whose upper bound is below the k-th exact score
+        # so far cannot enter, and is not re-scored (a third fewer on WordNet; the same top k)
+        for second in (False, True):
+            for t in range(m):
+                if highs[t] < kth or (lows[t] < kth) != second:
+                    continue
+                if filled == k and highs[t] < top_s[k - 1]:
+                    continue
+                j = cand[t]
+                total = 0.0
+                for e in range(dim):
+                    total += np.float64(q[r, e]) * np.float64(d[j, e])
+                # keep the best k, score descending, lower position first among equal scores (whatever
+                # the order candidates come in)
+                if filled == k and (total < top_s[k - 1] or (total == top_s[k - 1] and j > top_i[k - 1])):
+                    continue
+                p = min(filled, k - 1) - 1
+                while p >= 0 and (top_s[p] < total or (top_s[p] == total and top_i[p] > j)):
+                    top_s[p + 1] = top_s[p]
+                    top_i[p + 1] = top_i[p]
+                    p -= 1
+                top_s[p + 1] = total
+                top_i[p + 1] = j
+                filled = min(filled + 1, k)
         for t in range(k):
             out_i[r, t] = top_i[t]
             out_s[r, t] = top_s[t]
