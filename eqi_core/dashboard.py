@@ -34,7 +34,9 @@ def start_dashboard(home: Path, env: dict | None = None, ready_timeout: float = 
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, "EQI_HOME": str(home), "HF_HUB_OFFLINE": "1", "OPENBLAS_THREAD_TIMEOUT": "4", **(env or {})}
-    shared = ROOT.parent / "shared" / "data"
+    from eqi_core.loaders.registry import shared_data
+
+    shared = shared_data()
     if shared.is_dir() and "EQI_DATA_ROOTS" not in env:  # the real collections in the sidebar, as with EQI_DATA_ROOTS set
         env["EQI_DATA_ROOTS"] = str(shared)
     log = open(home / "streamlit.log", "w", encoding="utf-8")  # noqa: SIM115 - the server outlives this function

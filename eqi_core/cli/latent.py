@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -32,8 +31,9 @@ from eqi_core.store import atomic_copy, atomic_write
 
 def _shared_data() -> Path:
     """``../shared/data`` beside the checkout (or EQI_SHARED_DATA): the natural decoder's corpus."""
-    env = os.environ.get("EQI_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+    from eqi_core.loaders.registry import shared_data
+
+    return shared_data()
 
 
 DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEIR collections (default ../shared/data)")

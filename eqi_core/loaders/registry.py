@@ -145,6 +145,13 @@ def load_collection(spec: str | CollectionSpec = DEFAULT_SPEC, store: ArtifactSt
     return c
 
 
+def shared_data() -> Path:
+    """``../shared/data`` beside the checkout (or ``EQI_SHARED_DATA``): the IR collections and query logs
+    that the natural decoder's corpus and the evaluations read when no ``--data`` is given."""
+    env = os.environ.get("EQI_SHARED_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
 def data_roots() -> list[Path]:
     """Folders the dashboard may read collections from: ``EQI_DATA_ROOTS`` (os.pathsep-separated)."""
     raw = os.environ.get("EQI_DATA_ROOTS", "")

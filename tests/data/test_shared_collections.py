@@ -96,3 +96,13 @@ def test_dl19_passages_with_the_ms_marco_log():
     c = load_collection(spec)
     assert (len(c.passages), len(c.queries), len(c.qrels)) == (14_581, 6_980, 0)
     assert any("9,260 judgments" in n and "dropped" in n for n in c.notes)
+
+
+def test_the_decoder_recipe_finds_the_query_logs_without_being_told_where():
+    """`eqi decoder-corpus` (and the evaluations) without --data: the default folder holds the logs."""
+    from eqi_core.cli.latent import _shared_data
+    from eqi_core.decoder.corpus import default_recipe
+
+    shared_dataset("query-logs")
+    recipe = default_recipe(_shared_data())
+    assert len(recipe.query_logs) >= 20 and set(recipe.collections) >= {"wordnet-full", "trec-dl19-passage", "scifact", "cranfield"}

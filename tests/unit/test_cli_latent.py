@@ -176,3 +176,17 @@ def test_a_query_id_typed_as_the_query_says_it_is_read_as_text(monkeypatch, caps
     err = capsys.readouterr().err
     assert "'q2' is read as a typed query, not as the logged query with that id ('bank loan interest')" in err
     assert "query 'q2' has no judged passage" in err
+
+
+def test_the_default_data_folder_is_the_shared_data_beside_the_checkout(monkeypatch):
+    """Without --data, decoder-corpus, decoder-synthetic, train-decoder, eval-decoder --natural and
+    eval-suggestions read ../shared/data beside the checkout. When the CLI moved into eqi_core/cli/, the
+    path kept its old depth and pointed inside the checkout ("no query logs" without --data), and no
+    test called a command without --data."""
+    from eqi_core.cli.latent import _shared_data
+    from eqi_core.dashboard import ROOT
+
+    monkeypatch.delenv("EQI_SHARED_DATA", raising=False)
+    assert _shared_data() == ROOT.parent / "shared" / "data"
+    monkeypatch.setenv("EQI_SHARED_DATA", "/somewhere/else")
+    assert str(_shared_data()) == "/somewhere/else"
