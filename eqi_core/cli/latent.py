@@ -39,6 +39,12 @@ def _shared_data() -> Path:
 DataRootOpt = typer.Option(None, "--data", help="folder with query-logs/ and BEIR collections (default ../shared/data)")
 
 
+# the shipped default decoder, wherever the command runs from (a path relative to the working directory
+# names it only from the checkout); not decoder.space.ASSETS: importing that costs every command 1.2 s
+SHIPPED_NATURAL = Path(__file__).resolve().parents[2] / "assets" / "decoders" / "natural-minilm-l6"
+SHIPPED_NATURAL_SHOWN = "assets/decoders/natural-minilm-l6"
+
+
 @app.command("decoder-corpus")
 def decoder_corpus_cmd(
     output: Path = typer.Option(..., "--output", "-o", callback=_file_to_write, help="the corpus Parquet file to write"),
@@ -62,7 +68,7 @@ def decoder_synthetic_cmd(
     corpus: Path | None = typer.Option(None, "--corpus", help="the corpus of real text (eqi decoder-corpus), or one this command "
                                        "augmented (a further round: its samples are kept); default: built from "
                                        "../shared/data into the store"),
-    decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder", callback=_decoder_folder,
+    decoder: Path = typer.Option(SHIPPED_NATURAL, "--decoder", callback=_decoder_folder, show_default=SHIPPED_NATURAL_SHOWN,
                                  help="the trained natural decoder that samples"),
     points: int = typer.Option(200_000, "-n", "--points", min=1, max=5_000_000,
                                help="sampling points (one sample each; about 65% survive the filters)"),
@@ -93,7 +99,7 @@ def decoder_synthetic_cmd(
 
 @app.command("decoder-lexicon")
 def decoder_lexicon_cmd(
-    decoder: Path = typer.Option(Path("assets/decoders/natural-minilm-l6"), "--decoder", help="a natural decoder folder"),
+    decoder: Path = typer.Option(SHIPPED_NATURAL, "--decoder", show_default=SHIPPED_NATURAL_SHOWN, help="a natural decoder folder"),
     corpus: Path | None = typer.Option(None, "--corpus", help="the corpus it was trained on (eqi decoder-corpus); "
                                        "default: built from ../shared/data into the store"),
 ) -> None:

@@ -190,3 +190,17 @@ def test_the_default_data_folder_is_the_shared_data_beside_the_checkout(monkeypa
     assert _shared_data() == ROOT.parent / "shared" / "data"
     monkeypatch.setenv("EQI_SHARED_DATA", "/somewhere/else")
     assert str(_shared_data()) == "/somewhere/else"
+
+
+def test_the_decoder_defaults_name_the_shipped_decoder_from_any_working_directory(monkeypatch, tmp_path):
+    """decoder-synthetic and decoder-lexicon default to the shipped natural decoder; as a path relative to
+    the working directory that default named it only from the checkout."""
+    import inspect
+
+    from eqi_core.cli import latent
+    from eqi_core.decoder.space import ASSETS
+
+    monkeypatch.chdir(tmp_path)
+    for command in (latent.decoder_synthetic_cmd, latent.decoder_lexicon_cmd):
+        default = inspect.signature(command).parameters["decoder"].default.default
+        assert default == ASSETS / "natural-minilm-l6" and default.is_absolute() and (default / "card.json").is_file()
