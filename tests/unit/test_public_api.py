@@ -35,3 +35,23 @@ def test_the_readme_example_runs(tmp_path, capsys):
     assert "RELQ_RBP,RBP(0.5,0.9)" in out and "tasc_max" in out and "decoded query" in out
     assert "gamma_dq" in out and "places up" in out and "change" in out
     assert "original query" in out and "suggester (PRF)" in out and "gold_rank" in out
+
+
+def test_qrels_from_files_and_dicts(tmp_path):
+    """``Qrels`` (the README's "load with Qrels.from_file(path)"): TREC and TSV files, dicts both ways, one
+    query's judgments; a bad grade is one line naming the file and the line."""
+    import eqi_core as eqi
+
+    trec = tmp_path / "qrels.txt"
+    trec.write_text("q1 0 d1 2\nq1 0 d2 0\n7 0 d3 1\n", encoding="utf-8")
+    tsv = tmp_path / "qrels.tsv"
+    tsv.write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\n7\td3\t1\n", encoding="utf-8")
+    want = {"q1": {"d1": 2, "d2": 0}, "7": {"d3": 1}}
+    for path in (trec, tsv):
+        qrels = eqi.Qrels.from_file(path)
+        assert qrels.to_dict() == want and len(qrels) == 3
+        assert qrels.for_query(7) == {"d3": 1} and qrels.for_query("absent") == {}
+    assert eqi.Qrels.from_dict(want).to_dict() == want
+    trec.write_text("q1 0 d1 2\nq1 0 d2 high\n", encoding="utf-8")
+    with pytest.raises(eqi.DataError, match=r"qrels.txt: line 2: relevance 'high'"):
+        eqi.Qrels.from_file(trec)
