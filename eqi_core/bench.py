@@ -69,6 +69,77 @@ def bench_figures(clicks: int = 5, seed: int = 0) -> dict:
     }
 
 
+def coverage_figures_for_drawing(n_queries: int, seed: int = 0) -> dict:
+    """The Ranker coverage page's figures on ``n_queries`` seeded queries of two rankers (values in
+    steps of 0.01, as rank metrics give: ties, equal pairs), as the page makes them."""
+    from eqi_core.figures import coverage as figs
+
+    rng = np.random.default_rng(seed)
+    base = rng.random(n_queries)
+    values = pd.DataFrame({"bm25": np.where(rng.random(n_queries) < 0.3, 0.0, base.round(2)),
+                           "dense": np.where(rng.random(n_queries) < 0.3, 0.0,
+                                             np.clip(base + rng.normal(0, 0.25, n_queries), 0, 1).round(2))},
+                          index=[f"q{i}" for i in range(n_queries)])
+    texts = {q: f"query {i} as a searcher typed it" for i, q in enumerate(values.index)}
+    return {"sorted_per_query": figs.sorted_per_query(values, "nDCG@10"),
+            "pairwise_difference": figs.pairwise_difference(values, "dense", "bm25", "nDCG@10", texts),
+            "pairwise_scatter": figs.pairwise_scatter(values, "dense", "bm25", "nDCG@10", texts),
+            "clustered_heatmap": figs.clustered_heatmap(values, "nDCG@10", texts=texts, click_hint="click"),
+            "solved_by_count": figs.solved_by_count(values),
+            "baseline: pairwise_difference as one plotly bar per query": _difference_bars(values, "dense", "bm25", texts)}
+
+
+def _difference_bars(values: pd.DataFrame, a: str, b: str, texts: dict):
+    """The pairwise difference figure as it was drawn until 2026-12-07 (one plotly bar per query, each
+    coloured by its side): the baseline of ``bench_drawing``."""
+    import plotly.graph_objects as go
+
+    from eqi_core.figures.theme import ranker_colours
+
+    diff = (values[a] - values[b]).sort_values(ascending=False)
+    pair = ranker_colours([a, b])
+    side = dict(color=np.sign(diff.to_numpy()), colorscale=[[0, pair[b]], [0.5, "#BBBBBB"], [1, pair[a]]],
+                cmin=-1, cmax=1, showscale=False, line_width=0)
+    return go.Figure(go.Bar(x=np.arange(len(diff)), y=diff.to_numpy(), marker=side,
+                            customdata=np.column_stack([diff.index.astype(str), [texts.get(q, q) for q in diff.index]]),
+                            hovertemplate="%{customdata[1]}<br>difference %{y:.3f}<extra></extra>")).update_layout(bargap=0)
+
+
+def bench_drawing(n_queries: int = 13013, rounds: int = 3, seed: int = 0) -> dict:
+    """What the browser spends drawing the Ranker coverage page's figures (WordNet's 13,013 queries by
+    default): each figure drawn by plotly.js in headless Debian chromium (software rendering, as in
+    the tests), from ``Plotly.newPlot`` to the second animation frame after it, ``rounds`` rounds
+    taking turns, median per figure. Baseline in the same run: the pairwise difference as one bar per
+    query, as it was drawn before (9-12 s on this page's WordNet matrix, the page's run waiting on it)."""
+    import plotly
+
+    from eqi_core.dashboard import chromium
+
+    figures = coverage_figures_for_drawing(n_queries, seed)
+    specs = {name: fig.to_json() for name, fig in figures.items()}
+    draw = """async (spec) => { const f = JSON.parse(spec), g = document.getElementById('g'); Plotly.purge(g);
+        const t = performance.now(); await Plotly.newPlot(g, f.data, f.layout);
+        await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))); return performance.now() - t; }"""
+    times: dict[str, list[float]] = {name: [] for name in specs}
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
+        page.set_content("<div id='g' style='width:660px;height:450px'></div>")  # a half-width column of the page
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.evaluate(draw, specs["solved_by_count"])  # plotly.js's first draw compiles its code: not timed
+        for r in range(rounds):
+            for name in (specs if r % 2 == 0 else reversed(list(specs))):
+                times[name].append(page.evaluate(draw, specs[name]) / 1000)
+    median = {name: round(float(np.median(t)), 3) for name, t in times.items()}
+    baseline = "baseline: pairwise_difference as one plotly bar per query"
+    ours = {name: m for name, m in median.items() if name != baseline}
+    return {"benchmark": "drawing", "page": "Ranker coverage, two rankers", "queries": n_queries, "rounds": rounds,
+            "browser": "headless Debian chromium, software rendering (--disable-gpu)", "plotly": plotly.__version__,
+            "ours_median_s": ours, "ours_all_figures_s": round(sum(ours.values()), 3),
+            "baseline": baseline, "baseline_median_s": median[baseline],
+            "ratio_baseline_over_ours_pairwise_difference": round(median[baseline] / max(ours["pairwise_difference"], 1e-9), 1),
+            "json_mb": {name: round(len(spec) / 1e6, 2) for name, spec in specs.items()}, **machine()}
+
+
 def _best_of(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
     best, out = float("inf"), None
     for _ in range(repeats):

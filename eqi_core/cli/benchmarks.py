@@ -217,3 +217,16 @@ def bench_figures_cmd(
     from eqi_core.bench import bench_figures
 
     _echo_json(bench_figures(clicks), output)
+
+
+@bench_app.command("drawing")
+def bench_drawing_cmd(
+    queries: int = typer.Option(13013, "--queries", min=2, help="queries of the two rankers' matrix (WordNet's 13,013)"),
+    rounds: int = typer.Option(3, "--rounds", min=1, help="rounds, the figures taking turns"),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=_file_to_write, help="also write the JSON here"),
+) -> None:
+    """What chromium spends drawing the Ranker coverage page's figures, against the pairwise
+    difference drawn as one bar per query (the page before)."""
+    from eqi_core.bench import bench_drawing
+
+    _echo_json(bench_drawing(queries, rounds), output)

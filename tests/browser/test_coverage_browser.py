@@ -48,7 +48,7 @@ def test_coverage_page_on_dl19(dashboard, page):
     chart.wait_for(state="visible", timeout=60_000)
     page.wait_for_timeout(1000)
     bar, height = chart.locator(".js-plotly-plot").first.evaluate(  # the 4th bar: a clear difference, not the first
-        "gd => [gd._fullData[0].customdata[3][0], gd._fullData[0].y[3]]")
+        "gd => { const q = gd._fullData[gd._fullData.length - 1]; return [q.customdata[3][0], q.y[3]]; }")  # the layer of points
     assert abs(height) > 0.05
     click_plotly_cell(page, chart, 3, height / 2)
     # the drill-down's box (its value is an input's, not text) now names the clicked bar's query

@@ -28,19 +28,34 @@ def test_sorted_per_query_curves():
 
 def test_pairwise_difference_sorted_and_counted():
     fig = figs.pairwise_difference(V, "splade", "bm25", "RR@10")
-    assert list(fig.data[0].y) == [1.0, 0.5, 0.25, -1.0]
+    points = fig.data[-1]  # the invisible layer of one point per query: hover and clicks
+    assert list(points.y) == [1.0, 0.5, 0.25, -1.0] and points.marker.opacity == 0
     assert "splade better: 3, bm25 better: 1, equal: 0" in fig.layout.xaxis.title.text
-    # each bar coloured by its side: +1 splade's colour, -1 bm25's, 0 grey
+    # each side one filled step, a unit wide per query: splade better on places 0-2, bm25 on 3; no grey step
     pair = figs.ranker_colours(["splade", "bm25"])
-    assert list(fig.data[0].marker.color) == [1, 1, 1, -1] and (fig.data[0].marker.cmin, fig.data[0].marker.cmax) == (-1, 1)
-    assert [c for _, c in fig.data[0].marker.colorscale] == [pair["bm25"], "#BBBBBB", pair["splade"]]
-    assert list(figs.pairwise_difference(V, "dense", "bm25", "RR@10").data[0].marker.color) == [1, 0, 0, -1]  # q2 +1, q3 and q4 equal, q1 -0.5
+    a_side, b_side = fig.data[:-1]
+    assert (a_side.fillcolor, b_side.fillcolor) == (pair["splade"], pair["bm25"])
+    assert list(a_side.x) == [-0.5, 0.5, 1.5, 2.5] and list(a_side.y) == [1.0, 0.5, 0.25, 0.25]
+    assert list(b_side.x) == [2.5, 3.5] and list(b_side.y) == [-1.0, -1.0]
+    assert a_side.line.shape == "hv" and a_side.fill == "tozeroy" and a_side.hoverinfo == "skip"
+    assert fig.layout.hovermode == "x" and tuple(fig.layout.xaxis.range) == (-0.5, 3.5)  # a click picks the query at its x
+    dense = figs.pairwise_difference(V, "dense", "bm25", "RR@10")  # q2 +1, q3 and q4 equal, q1 -0.5
+    assert [(list(t.x), t.fillcolor) for t in dense.data[:-1]] == [([-0.5, 0.5], figs.ranker_colours(["dense", "bm25"])["dense"]),
+                                                                   ([0.5, 1.5, 2.5], "#BBBBBB"),
+                                                                   ([2.5, 3.5], figs.ranker_colours(["dense", "bm25"])["bm25"])]
+
+
+def test_pairwise_difference_of_many_queries_is_not_one_bar_each():
+    """13,013 SVG bars took 9-12 s to draw in chromium: three filled paths and a WebGL layer instead."""
+    many = pd.DataFrame({"a": np.linspace(0, 1, 5000), "b": np.linspace(1, 0, 5000)}, index=[f"q{i}" for i in range(5000)])
+    fig = figs.pairwise_difference(many, "a", "b", "nDCG@10")
+    assert [t.type for t in fig.data] == ["scatter", "scatter", "scattergl"] and len(fig.data[-1].x) == 5000
 
 
 def test_pairwise_hover_names_the_query():
     fig = figs.pairwise_difference(V, "splade", "bm25", "RR@10", {"q2": "what is a bank", "q1": "x" * 80})
-    assert [list(c) for c in fig.data[0].customdata] == [["q2", "q2: what is a bank"], ["q3", "q3"], ["q4", "q4"],
-                                                         ["q1", "q1: " + "x" * 59 + "…"]]  # sorted as the bars
+    assert [list(c) for c in fig.data[-1].customdata] == [["q2", "q2: what is a bank"], ["q3", "q3"], ["q4", "q4"],
+                                                          ["q1", "q1: " + "x" * 59 + "…"]]  # sorted as the differences
 
 
 def test_pairwise_scatter_by_hand():
@@ -155,3 +170,22 @@ def test_bubble_labels_move_apart_where_rankers_crowd():
                                   ["splade-pp-ed", "openai-ada2", "alone"], y_range=(0.0, 1.0))
     assert same_place[0] != same_place[1] and same_place[2] == "top center"
     assert figs.label_spots(np.array([np.nan]), np.array([0.1]), np.array([20.0]), ["undated"]) == ["top center"]
+
+
+def test_the_drawing_benchmark_draws_the_pages_figures_and_the_bars_they_replace():
+    """eqi bench drawing: every figure of the page drawn by plotly.js in chromium, beside the baseline
+    (one bar per query), in the same browser and run."""
+    from pathlib import Path
+
+    from eqi_core.bench import bench_drawing, coverage_figures_for_drawing
+    from eqi_core.dashboard import CHROMIUM
+
+    made = coverage_figures_for_drawing(300)
+    assert len(made["baseline: pairwise_difference as one plotly bar per query"].data[0].x) == 300
+    assert list(made["pairwise_difference"].data[-1].y) == sorted(made["pairwise_difference"].data[-1].y, reverse=True)
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (make test installs it with apt-get when run as root)")
+    out = bench_drawing(n_queries=300, rounds=1)
+    assert set(out["ours_median_s"]) == set(made) - {out["baseline"]}
+    assert all(t > 0 for t in out["ours_median_s"].values()) and out["baseline_median_s"] > 0
+    assert out["ratio_baseline_over_ours_pairwise_difference"] > 0 and out["queries"] == 300
