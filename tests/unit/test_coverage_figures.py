@@ -35,14 +35,15 @@ def test_pairwise_difference_sorted_and_counted():
     pair = figs.ranker_colours(["splade", "bm25"])
     a_side, b_side = fig.data[:-1]
     assert (a_side.fillcolor, b_side.fillcolor) == (pair["splade"], pair["bm25"])
-    assert list(a_side.x) == [-0.5, 0.5, 1.5, 2.5] and list(a_side.y) == [1.0, 0.5, 0.25, 0.25]
-    assert list(b_side.x) == [2.5, 3.5] and list(b_side.y) == [-1.0, -1.0]
+    assert list(a_side.x) == [0.5, 1.5, 2.5, 3.5] and list(a_side.y) == [1.0, 0.5, 0.25, 0.25]
+    assert list(b_side.x) == [3.5, 4.5] and list(b_side.y) == [-1.0, -1.0] and list(points.x) == [1, 2, 3, 4]
     assert a_side.line.shape == "hv" and a_side.fill == "tozeroy" and a_side.hoverinfo == "skip"
-    assert fig.layout.hovermode == "x" and tuple(fig.layout.xaxis.range) == (-0.5, 3.5)  # a click picks the query at its x
+    assert fig.layout.hovermode == "x" and tuple(fig.layout.xaxis.range) == (0.5, 4.5)  # a click picks the query at its x
+    assert (fig.layout.xaxis.tickprefix, fig.layout.xaxis.ticksuffix) == ("place ", " of 4")  # the hover's x label: place 3 of 4
     dense = figs.pairwise_difference(V, "dense", "bm25", "RR@10")  # q2 +1, q3 and q4 equal, q1 -0.5
-    assert [(list(t.x), t.fillcolor) for t in dense.data[:-1]] == [([-0.5, 0.5], figs.ranker_colours(["dense", "bm25"])["dense"]),
-                                                                   ([0.5, 1.5, 2.5], "#BBBBBB"),
-                                                                   ([2.5, 3.5], figs.ranker_colours(["dense", "bm25"])["bm25"])]
+    assert [(list(t.x), t.fillcolor) for t in dense.data[:-1]] == [([0.5, 1.5], figs.ranker_colours(["dense", "bm25"])["dense"]),
+                                                                   ([1.5, 2.5, 3.5], "#BBBBBB"),
+                                                                   ([3.5, 4.5], figs.ranker_colours(["dense", "bm25"])["bm25"])]
 
 
 def test_pairwise_difference_of_many_queries_is_not_one_bar_each():
