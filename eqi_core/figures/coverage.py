@@ -45,7 +45,7 @@ def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str, text
     Drawn as bars without gaps, but not as plotly bars: 13,013 SVG bars (WordNet's queries) took
     9-12 s to draw in chromium, and the page's run waited on it. Each side (a better, equal, b better)
     is one filled step line, one unit wide per query (query i of the sort at x = i, from 1); an invisible
-    layer of one point per query (``difference_points``) carries the hover and the click, and with
+    layer of one point per query (``clickable_cells``) carries the hover and the click, and with
     hovermode "x" a click anywhere above or below a query's step picks that query; the hover's label on
     the x axis reads "place i of n"."""
     diff = (values[a] - values[b]).sort_values(ascending=False)
@@ -57,7 +57,9 @@ def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str, text
             fig.add_trace(go.Scatter(x=np.append(idx + 0.5, idx[-1] + 1.5), y=np.append(d[idx], d[idx[-1]]),
                                      mode="lines", line=dict(shape="hv", width=0.5, color=colour), fill="tozeroy",
                                      fillcolor=colour, hoverinfo="skip", showlegend=False))
-    fig.add_trace(difference_points(diff, _query_labels(diff.index, texts)))
+    labels = _query_labels(diff.index, texts)  # one invisible point per query, from 1, for the hover and a click
+    fig.add_trace(clickable_cells(np.arange(1, len(d) + 1), d, [[str(q), label] for q, label in zip(diff.index, labels)],
+                                  "%{customdata[1]}<br>difference %{y:.3f}<extra></extra>", size=6, name="queries"))
     wins, losses, ties = int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum())
     # two lines: the counts stay readable in a half-width column
     fig.update_xaxes(title_text=f"queries sorted by difference<br>({a} better: {wins}, {b} better: {losses}, equal: {ties})",
@@ -66,17 +68,6 @@ def pairwise_difference(values: pd.DataFrame, a: str, b: str, measure: str, text
     fig.update_yaxes(title_text=f"{measure}: {a} - {b}", range=[-1.05, 1.05])
     fig.update_layout(hovermode="x")
     return style(fig, f"{a} vs {b}, per query").update_layout(margin_b=70)
-
-
-def difference_points(diff: pd.Series, labels: list[str]) -> go.Scatter | go.Scattergl:
-    """One invisible point per query at (its place in the sort, from 1; its difference), carrying
-    [query id, label] as customdata for the hover and for a click; drawn by WebGL beyond 2,000
-    queries (as ``clickable_cells``)."""
-    trace = go.Scattergl if len(diff) > 2000 else go.Scatter
-    return trace(x=np.arange(1, len(diff) + 1), y=diff.to_numpy(), mode="markers", name="queries", showlegend=False,
-                 marker=dict(size=6, opacity=0), selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
-                 customdata=np.column_stack([diff.index.astype(str), labels]) if len(diff) else None,
-                 hovertemplate="%{customdata[1]}<br>difference %{y:.3f}<extra></extra>")
 
 
 def pairwise_scatter(values: pd.DataFrame, a: str, b: str, measure: str, texts: dict | None = None,

@@ -31,7 +31,7 @@ def test_pairwise_difference_sorted_and_counted():
     points = fig.data[-1]  # the invisible layer of one point per query: hover and clicks
     assert list(points.y) == [1.0, 0.5, 0.25, -1.0] and points.marker.opacity == 0
     assert "splade better: 3, bm25 better: 1, equal: 0" in fig.layout.xaxis.title.text
-    # each side one filled step, a unit wide per query: splade better on places 0-2, bm25 on 3; no grey step
+    # each side one filled step, a unit wide per query: splade better on places 1-3, bm25 on 4; no grey step
     pair = figs.ranker_colours(["splade", "bm25"])
     a_side, b_side = fig.data[:-1]
     assert (a_side.fillcolor, b_side.fillcolor) == (pair["splade"], pair["bm25"])
