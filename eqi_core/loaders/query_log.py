@@ -24,51 +24,83 @@ _ID = ("qid", "query_id", "query-id", "_id", "id")
 _TEXT = ("text", "query", "question")
 
 
-def _columns(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+def _columns(frame: pd.DataFrame, path: Path, lines: list[int]) -> pd.DataFrame:
+    """query_id, text[, count] out of a parsed file's columns; ``lines`` holds each row's line number in
+    the file, for errors. A row without an id or a text is an error naming its line (it read "nan")."""
     cols = {c.strip().lower(): c for c in frame.columns}
     qid = next((cols[c] for c in _ID if c in cols), None)
     text = next((cols[c] for c in _TEXT if c in cols), None)
     if qid is None or text is None:
         raise DataError(f"{path}: expected columns for the query id ({'/'.join(_ID)}) and text ({'/'.join(_TEXT)}); "
                         f"found {', '.join(map(str, frame.columns))}")
+    for col, what in ((qid, "query id"), (text, "query text")):
+        missing = frame[col].isna().to_numpy()
+        if missing.any():
+            raise DataError(f"{path}: line {lines[int(missing.argmax())]}: no {what} ({col!r}); "
+                            "expected an id and a text on every line")
     out = pd.DataFrame({"query_id": frame[qid].astype(str), "text": frame[text].astype(str)})
     if "count" in cols:
         out["count"] = frame[cols["count"]]
     return out
 
 
+def _tab_separated(text: str, path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """(frame, line numbers) of ``qid<TAB>text[<TAB>count]`` lines, split by hand: every line has 2
+    or 3 fields (a count on some lines and not on others is allowed), blank lines are skipped, and
+    quotes are text. pandas' reader took a missing text as "nan" and stopped on a line with more
+    fields than the first with a traceback."""
+    rows, lines, header = [], [], False
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if not rows and not header and len(fields) > 1 and fields[0].strip().lower() in _ID \
+                and fields[1].strip().lower() in _TEXT:
+            header = True  # a header naming the columns
+            continue
+        if len(fields) not in (2, 3):
+            raise DataError(f"{path}: line {lineno}: {len(fields)} tab-separated field{'s' * (len(fields) != 1)}; "
+                            "expected qid<TAB>text[<TAB>count]")
+        rows.append(fields if len(fields) == 3 else [*fields, ""])
+        lines.append(lineno)
+    frame = pd.DataFrame(rows, columns=["qid", "text", "count"], dtype=str)
+    if not (frame["count"].str.strip() != "").any():
+        frame = frame.drop(columns="count")  # no line has a count: a log of single searches, as given
+    return frame, lines
+
+
 def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
-    """query_id, text[, count] of a query log file; bad rows are one-line errors naming the row."""
+    """query_id, text[, count] of a query log file; bad rows are one-line errors naming their line."""
     path = Path(path)
     text = read_text(path, data, QUERY_LOG_FILE)
     if not text.strip():
         raise DataError(f"{path}: the query log is empty; expected one query per line")
     suffix = inner_suffix(path)
     if suffix == ".jsonl":
-        rows = [obj for _, obj in iter_jsonl(path, text.encode())]
-        frame, first_row = _columns(pd.DataFrame(rows), path), 1
+        numbered = list(iter_jsonl(path, text.encode()))
+        lines = [lineno for lineno, _ in numbered]
+        frame = _columns(pd.DataFrame([obj for _, obj in numbered]), path, lines)
     elif suffix == ".csv":
-        frame, first_row = _columns(pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False), path), 2
+        try:
+            raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        except pd.errors.ParserError as exc:  # "Error tokenizing data. C error: Expected 3 fields in line 3, saw 4"
+            raise DataError(f"{path}: {str(exc).split('error: ')[-1].strip()}; expected the header's columns on every line") from None
+        lines = list(range(2, len(raw) + 2))
+        frame = _columns(raw, path, lines)
         for col in ("query_id", "text"):  # a CSV the dashboard or the CLI wrote: "'-exec ..." -> "-exec ..."
             frame[col] = unmark(frame[col])
     else:
-        first = [h.strip().lower() for h in text.split("\n", 1)[0].split("\t")]
-        header = first[0] in _ID and len(first) > 1 and first[1] in _TEXT
-        raw = pd.read_csv(io.StringIO(text), sep="\t", dtype=str, header=0 if header else None, keep_default_na=False,
-                          quoting=3, on_bad_lines="error", engine="python") if "\t" in text else None
-        if raw is None or raw.shape[1] not in (2, 3):
-            raise DataError(f"{path}: line 1: expected qid<TAB>text[<TAB>count] lines")
-        if not header:
-            raw.columns = ["qid", "text", "count"][: raw.shape[1]]
-        frame, first_row = _columns(raw, path), 2 if header else 1
+        raw, lines = _tab_separated(text, path)
+        frame = _columns(raw, path, lines)
     if frame.empty:
         raise DataError(f"{path}: the query log holds no query (only a header); expected one query per line")
     empty = frame["text"].str.strip() == ""
     if empty.any():
-        raise DataError(f"{path}: row {int(empty.to_numpy().argmax()) + first_row}: empty query text")
+        raise DataError(f"{path}: line {lines[int(empty.to_numpy().argmax())]}: empty query text")
     dup = frame["query_id"].duplicated()
     if dup.any():
-        raise DataError(f"{path}: row {int(dup.to_numpy().argmax()) + first_row}: query id "
+        raise DataError(f"{path}: line {lines[int(dup.to_numpy().argmax())]}: query id "
                         f"{frame['query_id'][dup].iloc[0]!r} appears twice; expected unique ids")
     if "count" in frame.columns:
         given = frame["count"].where(frame["count"].notna() & (frame["count"].astype(str).str.strip() != ""), 1)
@@ -77,7 +109,7 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
         bad = counts.isna() | (counts < 0) | (counts % 1 != 0)
         if bad.any():
             row = int(bad.to_numpy().argmax())
-            raise DataError(f"{path}: row {row + first_row}: count {frame['count'].iloc[row]!r} is not a non-negative integer")
+            raise DataError(f"{path}: line {lines[row]}: count {frame['count'].iloc[row]!r} is not a non-negative integer")
         frame["count"] = counts.astype("int64")
     return frame.reset_index(drop=True)
 

@@ -79,8 +79,9 @@ def parse_spec(spec: str) -> CollectionSpec:
 
 
 # raised when a loader reads the same files differently, so a parse cached by the version before is
-# not served (2: an MS MARCO TSV's header line is a header, not a passage or query "pid")
-LOADER_VERSION = 2
+# not served (2: an MS MARCO TSV's header line is a header, not a passage or query "pid"; 3: a query
+# log's TSV line without a text is an error, not the query "nan")
+LOADER_VERSION = 3
 
 
 def _signature(spec: CollectionSpec) -> dict:

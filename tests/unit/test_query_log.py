@@ -34,12 +34,18 @@ def test_formats(tmp_path, name, text):
 
 
 @pytest.mark.parametrize("name,text,message", [
-    ("log.tsv", "x1\tbank\nx1\tloan\n", "row 2: query id 'x1' appears twice"),
-    ("log.tsv", "x1\tbank\t-2\n", "row 1: count '-2' is not a non-negative integer"),
+    ("log.tsv", "x1\tbank\nx1\tloan\n", "line 2: query id 'x1' appears twice"),
+    ("log.tsv", "x1\tbank\t-2\n", "line 1: count '-2' is not a non-negative integer"),
+    ("log.tsv", "qid\ttext\n\nx1\tbank\nx2\tloan\tmany\n", "line 4: count 'many'"),  # header and blank line counted
+    ("log.tsv", "x1\tbank\nx2\n", "line 2: 1 tab-separated field; expected qid<TAB>text"),  # read as the query "nan"
+    ("log.tsv", "x1\tbank\nx2\tloan\t3\t4\n", "line 2: 4 tab-separated fields"),
+    ("log.csv", "qid,text\nx1,bank\nx2\n", "line 3: empty query text"),
+    ("log.csv", "qid,text\nx1,bank\nx2,loan,3\n", "Expected 2 fields in line 3, saw 3"),
+    ("log.jsonl", '{"_id": "x1", "text": "a"}\n\n{"_id": "x2"}\n', "line 3: no query text"),
     ("log.tsv", "just one column\n", "expected qid<TAB>text"),
     ("log.jsonl", '{"_id": "x1", "text": "a"}\nnot json\n', "line 2: not valid JSON"),
     ("log.csv", "id,words\nx1,a\n", "expected columns for the query id"),
-    ("log.tsv", "x1\t \n", "row 1: empty query text"),
+    ("log.tsv", "x1\t \n", "line 1: empty query text"),
     ("log.tsv", "qid\ttext\n", r"holds no query \(only a header\)"),
     ("log.csv", "qid,text\n", r"holds no query \(only a header\)"),
 ])
@@ -48,6 +54,17 @@ def test_bad_logs_are_one_line(tmp_path, name, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         read_query_log(path)
+
+
+def test_tsv_counts_on_some_lines_only(tmp_path):
+    """A count on some lines (the others count once), quotes kept as text, Windows line ends; a log
+    without counts stays one without (no count column)."""
+    path = tmp_path / "log.tsv"
+    path.write_text('x1\tsay "hi"\t3\r\nx2\tloan\r\n', encoding="utf-8")
+    frame = read_query_log(path)
+    assert frame["text"].tolist() == ['say "hi"', "loan"] and frame["count"].tolist() == [3, 1]
+    path.write_text("x1\tbank\nx2\tloan\n", encoding="utf-8")
+    assert list(read_query_log(path).columns) == ["query_id", "text"]
 
 
 def test_log_paths_stay_within_the_data_roots(tmp_path):
