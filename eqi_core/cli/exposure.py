@@ -100,7 +100,7 @@ def exposure(
 ) -> None:
     """Which queries expose a passage: exact (brute force) and approximate (reverse, learned) lists with RELQ."""
     from eqi_core.exposure.learned import TrainingConfig
-    from eqi_core.exposure.lookup import passage_exposure, patience_grids, what_a_query_shows, what_a_query_shows_says
+    from eqi_core.exposure.lookup import passage_exposure, patience_grids, validate_text, what_a_query_shows, what_a_query_shows_says
     from eqi_core.exposure.relq import relq_exh_ndcg, relq_rbp
     from eqi_core.exposure.setup import listed_n_dq
     from eqi_core.figure_export import figure_formats as _formats
@@ -110,6 +110,8 @@ def exposure(
     relq_rbp(gamma_qd, gamma_dq)  # so does a patience outside (0, 1]
     if (passage is None) == (text is None):
         raise DataError("give either a passage id or --text, not both and not neither")
+    if text is not None:
+        validate_text(text)  # an empty paste fails before a head is trained (it was after, 104 s in)
     if compare is not None:
         ranker_spec(compare)  # a mistyped ranker fails before any map is built
         if compare == ranker and run_file is None:

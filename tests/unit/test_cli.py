@@ -310,6 +310,19 @@ def test_exposure_show_prints_what_a_query_shows_with_pasted_text_at_its_exact_r
     assert len(err.splitlines()) == 1
 
 
+def test_exposure_of_an_empty_paste_fails_before_anything_is_built(monkeypatch, capsys):
+    import eqi_core.cli.exposure as cli_exposure
+
+    def no_setup(*args, **kwargs):
+        raise AssertionError("the exposure setup was built for an empty passage")
+
+    monkeypatch.setattr(cli_exposure, "_exposure_setup", no_setup)
+    monkeypatch.setattr("sys.argv", ["eqi", "exposure", "--text", "   ", "-c", TINY])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2 and capsys.readouterr().err.strip() == "error: the passage is empty; paste some text or pick a passage id"
+
+
 def test_exposure_compare_with_the_same_ranker_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["eqi", "exposure", "d1", "-c", TINY, "-r", "bm25", "--compare", "bm25"])
     with pytest.raises(SystemExit) as exc:
