@@ -451,6 +451,11 @@ def _decode_inputs(text: str | None, input_file: Path | None, output: Path | Non
     if (text is None) == (input_file is None):
         raise DataError("decode: give a text, or --input FILE (one text per line) with --output FILE.jsonl")
     if input_file is None:
+        from eqi_core.decoder.traversal import check_query
+        from eqi_core.encoders import MAX_PASSAGE_CHARS
+
+        # refused before the decoder loads (an empty text took 6 s to refuse); the same words as the page's
+        check_query(text, "text", "give the text to decode, e.g. a passage", MAX_PASSAGE_CHARS)
         return [(1, text)]
     if output is None:
         raise DataError(f"--input {input_file}: also give --output FILE.jsonl for the decoded queries")
