@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import inner_suffix, line_of_row, read_columns, read_text
+from eqi_core.loaders.text_files import inner_suffix, line_of_row, read_columns, read_table, read_text
 from eqi_core.store import atomic_path
 
 RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
@@ -179,8 +179,8 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
         sep = "," if suffix == ".csv" else "\t"
         head = [h.strip().lower() for h in text.split("\n", 1)[0].split(sep)]
         has_header = all(h in _COLUMN_NAMES for h in head)
-        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, header=0 if has_header else None, keep_default_na=False,
-                         skip_blank_lines=True)
+        df = read_table(path, text, sep, "qid, docid, rank[, score] on every line", header=0 if has_header else None,
+                        skip_blank_lines=True)
         if not has_header:
             if df.shape[1] not in (3, 4):
                 raise DataError(f"{path}: line 1: found {df.shape[1]} columns; expected qid, docid, rank[, score] "

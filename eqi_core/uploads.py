@@ -8,14 +8,11 @@ one-line ``DataError`` and leaves nothing in the store; a good one is listed in 
 """
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
-import pandas as pd
-
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import gunzipped, inner_suffix
+from eqi_core.loaders.text_files import gunzipped, inner_suffix, read_table
 from eqi_core.store import ArtifactStore, content_digest, params_key
 
 KIND = "upload"
@@ -72,9 +69,10 @@ def _passages_jsonl(filename: str, data: bytes) -> bytes:
     if suffix not in (".csv", ".tsv"):
         raise DataError(f"{filename}: expected passages as JSONL (_id, text[, title]) or CSV/TSV (id, text[, title])")
     try:
-        frame = pd.read_csv(io.BytesIO(data), sep="," if suffix == ".csv" else "\t", dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"{filename}: not a readable {suffix[1:].upper()} file ({str(exc).splitlines()[0]})") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{filename}: not UTF-8 text (byte {exc.start}); expected {suffix[1:].upper()} passages") from None
+    frame = read_table(filename, text, "," if suffix == ".csv" else "\t", "id, text[, title] on every line")
     cols = {c.strip().lower(): c for c in frame.columns}
     ident = next((cols[c] for c in ("_id", "id", "doc_id", "docid", "pid") if c in cols), None)
     if ident is None or "text" not in cols:

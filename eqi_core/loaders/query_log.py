@@ -9,14 +9,13 @@ totals and retrievability.
 """
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import inner_suffix, iter_jsonl, read_text
+from eqi_core.loaders.text_files import inner_suffix, iter_jsonl, read_table, read_text
 from eqi_core.table_export import unmark
 
 QUERY_LOG_FILE = "a query log (qid<TAB>text[<TAB>count], CSV or JSONL)"
@@ -82,10 +81,7 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
         lines = [lineno for lineno, _ in numbered]
         frame = _columns(pd.DataFrame([obj for _, obj in numbered]), path, lines)
     elif suffix == ".csv":
-        try:
-            raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-        except pd.errors.ParserError as exc:  # "Error tokenizing data. C error: Expected 3 fields in line 3, saw 4"
-            raise DataError(f"{path}: {str(exc).split('error: ')[-1].strip()}; expected the header's columns on every line") from None
+        raw = read_table(path, text, ",", "the header's columns on every line")
         lines = list(range(2, len(raw) + 2))
         frame = _columns(raw, path, lines)
         for col in ("query_id", "text"):  # a CSV the dashboard or the CLI wrote: "'-exec ..." -> "-exec ..."

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,6 +129,49 @@ def line_of_row(text: str, row: int, skip: int) -> int:
                 return lineno
             seen += 1
     return -1
+
+
+def read_table(path, text: str, sep: str, expected: str, **kwargs) -> pd.DataFrame:
+    """A CSV or TSV table as strings (no NA guessing; a TSV's quotes are text, as the query logs' and
+    MS MARCO's) whose every line has the first line's fields; otherwise one line naming the line.
+    pandas alone took a first data line with one field more than the header as an index column and
+    shifted every column silently, raised a traceback for a later line with more fields, and let a
+    TSV field opening with a quote swallow the lines after it."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # index_col=False: a longer line is cut with this warning, not indexed
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, index_col=False,
+                               quoting=3 if sep == "\t" else 0, **kwargs)
+    except pd.errors.ParserWarning:
+        raise _first_line_of_another_width(path, text, sep, expected) from None
+    except pd.errors.ParserError as exc:
+        said = str(exc).split("error: ", 1)[-1].strip().rstrip(".")
+        fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", said)
+        if fields:
+            raise DataError(f"{path}: line {fields[2]}: {fields[3]} fields where the first line has {fields[1]}; "
+                            f"expected {expected}") from None
+        quote = re.search(r"EOF inside string starting at row (\d+)", said)  # rows from 0, the header's included
+        if quote:
+            raise DataError(f"{path}: line {int(quote[1]) + 1}: a quote opened there is never closed; expected {expected}") from None
+        raise DataError(f"{path}: not readable as a table ({said.splitlines()[0] if said else 'no reason given'}); "
+                        f"expected {expected}") from None
+
+
+def _first_line_of_another_width(path, text: str, sep: str, expected: str) -> DataError:
+    import csv
+
+    rows = csv.reader(io.StringIO(text), delimiter=sep, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
+    width = None
+    for row in rows:
+        if not row:
+            continue
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            return DataError(f"{path}: line {rows.line_num}: {len(row)} fields where the first line has {width}; expected {expected}")
+    return DataError(f"{path}: lines of different widths; expected {expected}")
 
 
 def _raise_first_bad_line(path, text: str, ncols: int, expected: str, sep: str) -> None:

@@ -40,7 +40,7 @@ def test_formats(tmp_path, name, text):
     ("log.tsv", "x1\tbank\nx2\n", "line 2: 1 tab-separated field; expected qid<TAB>text"),  # read as the query "nan"
     ("log.tsv", "x1\tbank\nx2\tloan\t3\t4\n", "line 2: 4 tab-separated fields"),
     ("log.csv", "qid,text\nx1,bank\nx2\n", "line 3: empty query text"),
-    ("log.csv", "qid,text\nx1,bank\nx2,loan,3\n", "Expected 2 fields in line 3, saw 3"),
+    ("log.csv", "qid,text\nx1,bank\nx2,loan,3\n", "line 3: 3 fields where the first line has 2"),
     ("log.jsonl", '{"_id": "x1", "text": "a"}\n\n{"_id": "x2"}\n', "line 3: no query text"),
     ("log.tsv", "just one column\n", "expected qid<TAB>text"),
     ("log.jsonl", '{"_id": "x1", "text": "a"}\nnot json\n', "line 2: not valid JSON"),

@@ -1,5 +1,6 @@
 """Uploads kept in the store: checked by the loaders inside the build, so a bad file leaves nothing."""
 import io
+import json
 import zipfile
 
 import pytest
@@ -45,12 +46,33 @@ def test_collection_from_separate_files(store):
      "line 2"),
     (lambda s: store_query_log(s, "log.tsv", b"q1\tbank\nq1\tloan\n"), "appears twice"),
     (lambda s: store_result_log(s, "run.csv", b"qid,docid,rank\nq1,d1,x\n"), "not an integer"),
+    # each of these was a pandas traceback, or (the first) an index column shifting every field silently
+    (lambda s: store_collection_files(s, "x", ("p.tsv", b"id\ttext\np1\ta\tb\n"), ("q.tsv", b"q1\ta\n")),
+     "p.tsv: line 2: 3 fields where the first line has 2"),
+    (lambda s: store_collection_files(s, "x", ("p.csv", b'id,text\np1,"a\np2,b\n'), ("q.tsv", b"q1\ta\n")),
+     "p.csv: line 2: a quote opened there is never closed"),
+    (lambda s: store_collection_files(s, "x", ("p.csv", b"id,text\np1,\xff\n"), ("q.tsv", b"q1\ta\n")),
+     "p.csv: not UTF-8 text"),
+    (lambda s: store_result_log(s, "run.tsv", b"q1\td1\t1\nq1\td2\t2\t0.5\t9\n"), "run.tsv: line 2: 5 fields where the first line has 3"),
+    (lambda s: store_result_log(s, "run.csv", b"qid,docid,rank\nq1,d1,1,5\n"), "run.csv: line 2: 4 fields where the first line has 3"),
+    (lambda s: store_query_log(s, "log.csv", b"qid,text\nq1,a\nq2,b,c\n"), "log.csv: line 3: 3 fields where the first line has 2"),
 ])
 def test_bad_uploads_are_one_line_and_leave_nothing(store, call, message):
     with pytest.raises(DataError, match=message):
         call(store)
     assert list_uploads(store) == []
     assert not list((store.root / "upload").glob(".*.tmp")) if (store.root / "upload").exists() else True
+
+
+def test_a_tsvs_quotes_are_text():
+    """A passage (or a result log's id) opening with a quote is read as written: pandas' reader took it
+    as a quoted field and swallowed the lines after it into one passage."""
+    from eqi_core.runs import read_run
+    from eqi_core.uploads import _passages_jsonl
+
+    lines = _passages_jsonl("p.tsv", b'id\ttext\np1\t"an open quote\np2\tnext\np3\t"a" b\n').decode().splitlines()
+    assert [json.loads(x)["text"] for x in lines] == ['"an open quote', "next", '"a" b']
+    assert read_run("run.tsv", data=b'q1\t"d1\t1\nq1\td2\t2\n').frame["doc_id"].tolist() == ['"d1', "d2"]
 
 
 def test_logs_are_stored_for_specs_and_run_ids(store, tmp_path):
