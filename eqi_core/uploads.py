@@ -9,10 +9,11 @@ one-line ``DataError`` and leaves nothing in the store; a good one is listed in 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import gunzipped, inner_suffix, read_table
+from eqi_core.loaders.text_files import gunzipped, inner_suffix, read_table, record_lines
 from eqi_core.store import ArtifactStore, content_digest, params_key
 
 KIND = "upload"
@@ -33,17 +34,38 @@ def upload_key(what: str, label: str, files: dict[str, bytes]) -> str:
     return params_key(KIND, _upload_params(what, label, files))
 
 
-def _upload(store: ArtifactStore, what: str, label: str, files: dict[str, bytes], check) -> Path:
-    """Store ``files`` (name -> bytes) as one artifact after ``check(folder)`` accepted them."""
+Shown = dict[str, tuple[str, "list[int] | None"]]
+
+
+def _upload(store: ArtifactStore, what: str, label: str, files: dict[str, bytes], check, shown: Shown) -> Path:
+    """Store ``files`` (name -> bytes) as one artifact after ``check(folder)`` accepted them. ``shown``:
+    for each stored file, the name it was uploaded under and, when it was converted (CSV passages
+    to JSONL), the uploaded file's line of each stored line: a refusal names the file and line the
+    user knows, not the store's temporary copy ("/…/upload/.3f2a….tmp/corpus.jsonl: line 3")."""
     params = _upload_params(what, label, files)
 
     def build(tmp: Path) -> dict:
         for name, data in files.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_bytes(data)
-        return {"what": what, "label": label, **(check(tmp) or {})}
+        try:
+            meta = check(tmp)
+        except DataError as exc:
+            raise DataError(_as_uploaded(str(exc), tmp, shown)) from None
+        return {"what": what, "label": label, **(meta or {})}
 
     return store.get_or_build(KIND, params, build).path
+
+
+def _as_uploaded(message: str, folder: Path, shown: Shown) -> str:
+    for stored, (given, lines) in shown.items():
+        def line(match: re.Match, given: str = given, lines: list[int] | None = lines) -> str:
+            n = int(match[1])
+            return f"{given}: line {lines[n - 1] if lines and n <= len(lines) else n}"
+
+        message = re.sub(re.escape(str(folder / stored)) + r": line (\d+)", line, message)
+        message = message.replace(str(folder / stored), given)
+    return message.replace(f"{folder}/", "")
 
 
 def store_beir_zip(store: ArtifactStore, filename: str, data: bytes) -> str:
@@ -58,35 +80,38 @@ def store_beir_zip(store: ArtifactStore, filename: str, data: bytes) -> str:
         c = load_beir(str(folder / name), None)
         return {"passages": len(c.passages), "queries": len(c.queries)}
 
-    return f"beir:{_upload(store, 'beir-zip', Path(name).stem, {name: data}, check) / name}"
+    return f"beir:{_upload(store, 'beir-zip', Path(name).stem, {name: data}, check, {name: (filename, None)}) / name}"
 
 
-def _passages_jsonl(filename: str, data: bytes) -> bytes:
-    """Passages as BEIR corpus lines: JSONL as it is (checked by the loader), CSV/TSV with id and text columns."""
+def _passages_jsonl(filename: str, data: bytes) -> tuple[bytes, list[int] | None]:
+    """Passages as BEIR corpus lines: JSONL as it is (checked by the loader), CSV/TSV with id and text
+    columns; and for a CSV/TSV, the file's line of each passage (None: the lines are the file's)."""
     data, suffix = gunzipped(filename, data), inner_suffix(filename)
     if suffix == ".jsonl":
-        return data
+        return data, None
     if suffix not in (".csv", ".tsv"):
         raise DataError(f"{filename}: expected passages as JSONL (_id, text[, title]) or CSV/TSV (id, text[, title])")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{filename}: not UTF-8 text (byte {exc.start}); expected {suffix[1:].upper()} passages") from None
-    frame = read_table(filename, text, "," if suffix == ".csv" else "\t", "id, text[, title] on every line")
+    sep = "," if suffix == ".csv" else "\t"
+    frame = read_table(filename, text, sep, "id, text[, title] on every line")
+    lines = record_lines(text, sep)[1:]
     cols = {c.strip().lower(): c for c in frame.columns}
     ident = next((cols[c] for c in ("_id", "id", "doc_id", "docid", "pid") if c in cols), None)
     if ident is None or "text" not in cols:
         raise DataError(f"{filename}: expected columns id (or _id, doc_id) and text; found {', '.join(frame.columns)}")
     rows = [{"_id": i, "title": t, "text": x} for i, t, x in
             zip(frame[ident], frame[cols["title"]] if "title" in cols else [""] * len(frame), frame[cols["text"]])]
-    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+    return "".join(json.dumps(r) + "\n" for r in rows).encode(), lines if len(lines) == len(rows) else None
 
 
-def _queries_jsonl(filename: str, data: bytes) -> bytes:
-    from eqi_core.loaders.query_log import read_query_log
+def _queries_jsonl(filename: str, data: bytes) -> tuple[bytes, list[int]]:
+    from eqi_core.loaders.query_log import read_query_log_lines
 
-    log = read_query_log(filename, data)
-    return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in zip(log["query_id"], log["text"])).encode()
+    log, lines = read_query_log_lines(filename, data)
+    return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in zip(log["query_id"], log["text"])).encode(), lines
 
 
 def store_collection_files(store: ArtifactStore, label: str, passages: tuple[str, bytes],
@@ -95,11 +120,14 @@ def store_collection_files(store: ArtifactStore, label: str, passages: tuple[str
     returns its spec."""
     from eqi_core.loaders.beir import load_beir
 
-    files = {"corpus.jsonl": _passages_jsonl(*passages), "queries.jsonl": _queries_jsonl(*queries)}
+    (corpus, passage_lines), (query_log, query_lines) = _passages_jsonl(*passages), _queries_jsonl(*queries)
+    files = {"corpus.jsonl": corpus, "queries.jsonl": query_log}
+    shown: Shown = {"corpus.jsonl": (passages[0], passage_lines), "queries.jsonl": (queries[0], query_lines)}
     if qrels:
         from eqi_core.loaders.trec import read_qrels
 
         q = read_qrels(qrels[0], data=qrels[1])
+        shown["qrels/test.tsv"] = (qrels[0], None)
         files["qrels/test.tsv"] = ("query-id\tcorpus-id\tscore\n" + "".join(
             f"{a}\t{b}\t{g}\n" for a, b, g in zip(q["query_id"], q["doc_id"], q["relevance"]))).encode()
 
@@ -107,7 +135,7 @@ def store_collection_files(store: ArtifactStore, label: str, passages: tuple[str
         c = load_beir(str(folder), "test" if qrels else None)
         return {"passages": len(c.passages), "queries": len(c.queries)}
 
-    return f"beir:{_upload(store, 'collection-files', _safe_name(label, 'my-collection'), files, check)}"
+    return f"beir:{_upload(store, 'collection-files', _safe_name(label, 'my-collection'), files, check, shown)}"
 
 
 def store_query_log(store: ArtifactStore, filename: str, data: bytes) -> Path:
@@ -119,7 +147,7 @@ def store_query_log(store: ArtifactStore, filename: str, data: bytes) -> Path:
     def check(folder: Path) -> dict:
         return {"queries": len(read_query_log(folder / name))}
 
-    return _upload(store, "query-log", name, {name: data}, check) / name
+    return _upload(store, "query-log", name, {name: data}, check, {name: (filename, None)}) / name
 
 
 def store_result_log(store: ArtifactStore, filename: str, data: bytes) -> Path:
@@ -131,7 +159,7 @@ def store_result_log(store: ArtifactStore, filename: str, data: bytes) -> Path:
     def check(folder: Path) -> dict:
         return {"rows": len(read_run(folder / name))}
 
-    return _upload(store, "result-log", name, {name: data}, check) / name
+    return _upload(store, "result-log", name, {name: data}, check, {name: (filename, None)}) / name
 
 
 def list_uploads(store: ArtifactStore, what: str | None = None) -> list[dict]:

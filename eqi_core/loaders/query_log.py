@@ -15,7 +15,7 @@ import pandas as pd
 
 from eqi_core.collection import Collection
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import inner_suffix, iter_jsonl, read_table, read_text
+from eqi_core.loaders.text_files import inner_suffix, iter_jsonl, read_table, read_text, record_lines
 from eqi_core.table_export import unmark
 
 QUERY_LOG_FILE = "a query log (qid<TAB>text[<TAB>count], CSV or JSONL)"
@@ -71,6 +71,11 @@ def _tab_separated(text: str, path: Path) -> tuple[pd.DataFrame, list[int]]:
 
 def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
     """query_id, text[, count] of a query log file; bad rows are one-line errors naming their line."""
+    return read_query_log_lines(path, data)[0]
+
+
+def read_query_log_lines(path: str | Path, data: bytes | None = None) -> tuple[pd.DataFrame, list[int]]:
+    """``read_query_log`` and the line of the file each query is on (an upload's later checks name it)."""
     path = Path(path)
     text = read_text(path, data, QUERY_LOG_FILE)
     if not text.strip():
@@ -82,7 +87,9 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
         frame = _columns(pd.DataFrame([obj for _, obj in numbered]), path, lines)
     elif suffix == ".csv":
         raw = read_table(path, text, ",", "the header's columns on every line")
-        lines = list(range(2, len(raw) + 2))
+        lines = record_lines(text, ",")[1:]
+        if len(lines) != len(raw):  # a record the two readers split differently: rows counted from the header
+            lines = list(range(2, len(raw) + 2))
         frame = _columns(raw, path, lines)
         for col in ("query_id", "text"):  # a CSV the dashboard or the CLI wrote: "'-exec ..." -> "-exec ..."
             frame[col] = unmark(frame[col])
@@ -107,7 +114,7 @@ def read_query_log(path: str | Path, data: bytes | None = None) -> pd.DataFrame:
             row = int(bad.to_numpy().argmax())
             raise DataError(f"{path}: line {lines[row]}: count {frame['count'].iloc[row]!r} is not a non-negative integer")
         frame["count"] = counts.astype("int64")
-    return frame.reset_index(drop=True)
+    return frame.reset_index(drop=True), lines
 
 
 def with_query_log(collection: Collection, log: pd.DataFrame, log_name: str) -> Collection:

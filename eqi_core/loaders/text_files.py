@@ -159,6 +159,20 @@ def read_table(path, text: str, sep: str, expected: str, **kwargs) -> pd.DataFra
                         f"expected {expected}") from None
 
 
+def record_lines(text: str, sep: str) -> list[int]:
+    """The line each record of a CSV/TSV table starts on (the header's first; blank lines skipped), as
+    ``read_table`` reads it: a quoted CSV field may span lines, so rows are not lines."""
+    import csv
+
+    rows = csv.reader(io.StringIO(text), delimiter=sep, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
+    starts, ended = [], 0
+    for row in rows:
+        if row:
+            starts.append(ended + 1)
+        ended = rows.line_num
+    return starts
+
+
 def _first_line_of_another_width(path, text: str, sep: str, expected: str) -> DataError:
     import csv
 

@@ -53,7 +53,8 @@ def test_upload_a_beir_zip_then_search_and_expose(dashboard, page, tmp_path, ses
     bad.write_bytes(b"PK this is not really a zip")
     open_add_your_data(page, dashboard)
     add_zip(page, bad)
-    page.get_by_text("not a folder or a zip file", exact=False).first.wait_for(timeout=180_000)
+    # named as uploaded, not as the store's temporary copy ("/…/upload/.3f2a….tmp/broken.zip")
+    page.get_by_text("broken.zip: not a folder or a zip file", exact=False).first.wait_for(timeout=180_000)
     after_bad = {p.name for p in uploads.iterdir()} if uploads.exists() else set()
     # no artifact, no temporary of this upload, found by its key (not by whatever else the session's
     # store gained meanwhile); the good zip below is checked under the key computed the same way

@@ -44,7 +44,15 @@ def test_collection_from_separate_files(store):
     (lambda s: store_collection_files(s, "x", ("p.csv", b"ident,words\n1,a\n"), ("q.tsv", b"q1\ta\n")), "expected columns id"),
     (lambda s: store_collection_files(s, "x", ("p.jsonl", b'{"_id": "p1", "text": "a"}\nbroken\n'), ("q.tsv", b"q1\ta\n")),
      "line 2"),
-    (lambda s: store_query_log(s, "log.tsv", b"q1\tbank\nq1\tloan\n"), "appears twice"),
+    (lambda s: store_query_log(s, "my log.tsv", b"q1\tbank\nq1\tloan\n"), "^my log.tsv: line 2: query id 'q1' appears twice"),
+    (lambda s: store_beir_zip(s, "c.zip", b"PK\x03\x04junk"), "^c.zip: not a folder or a zip"),
+    # converted to the store's BEIR files: the loader's line of corpus.jsonl / queries.jsonl is the upload's line
+    (lambda s: store_collection_files(s, "x", ("p.csv", b'id,text\n\np1,a\n"p 2","two\nlines"\n'), ("q.tsv", b"q1\ta\n")),
+     "^p.csv: line 4: '_id' 'p 2' contains whitespace"),
+    (lambda s: store_collection_files(s, "x", ("p.csv", b'id,text\np1,"two\nlines"\np 3,b\n'), ("q.tsv", b"q1\ta\n")),
+     "^p.csv: line 4: '_id' 'p 3' contains whitespace"),
+    (lambda s: store_collection_files(s, "x", ("p.jsonl", b'{"_id": "p1", "text": "a"}\n'), ("q.csv", b"qid,text\n\nq 1,a\n")),
+     "^q.csv: line 3: '_id' 'q 1' contains whitespace"),
     (lambda s: store_result_log(s, "run.csv", b"qid,docid,rank\nq1,d1,x\n"), "not an integer"),
     # each of these was a pandas traceback, or (the first) an index column shifting every field silently
     (lambda s: store_collection_files(s, "x", ("p.tsv", b"id\ttext\np1\ta\tb\n"), ("q.tsv", b"q1\ta\n")),
@@ -58,8 +66,9 @@ def test_collection_from_separate_files(store):
     (lambda s: store_query_log(s, "log.csv", b"qid,text\nq1,a\nq2,b,c\n"), "log.csv: line 3: 3 fields where the first line has 2"),
 ])
 def test_bad_uploads_are_one_line_and_leave_nothing(store, call, message):
-    with pytest.raises(DataError, match=message):
+    with pytest.raises(DataError, match=message) as refused:
         call(store)
+    assert str(store.root) not in str(refused.value), "the message names the store's temporary copy, not the upload"
     assert list_uploads(store) == []
     assert not list((store.root / "upload").glob(".*.tmp")) if (store.root / "upload").exists() else True
 
@@ -70,7 +79,7 @@ def test_a_tsvs_quotes_are_text():
     from eqi_core.runs import read_run
     from eqi_core.uploads import _passages_jsonl
 
-    lines = _passages_jsonl("p.tsv", b'id\ttext\np1\t"an open quote\np2\tnext\np3\t"a" b\n').decode().splitlines()
+    lines = _passages_jsonl("p.tsv", b'id\ttext\np1\t"an open quote\np2\tnext\np3\t"a" b\n')[0].decode().splitlines()
     assert [json.loads(x)["text"] for x in lines] == ['"an open quote', "next", '"a" b']
     assert read_run("run.tsv", data=b'q1\t"d1\t1\nq1\td2\t2\n').frame["doc_id"].tolist() == ['"d1', "d2"]
 
