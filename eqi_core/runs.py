@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import inner_suffix, line_of_row, read_columns, read_table, read_text
+from eqi_core.loaders.text_files import inner_suffix, line_of_row, read_columns, read_table, read_text, record_lines
 from eqi_core.store import atomic_path
 
 RUN_COLUMNS = ["query_id", "doc_id", "rank", "score"]
@@ -169,7 +169,7 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
         except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
             raise DataError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
         df.columns = [str(c).strip().lower() for c in df.columns]
-        first_row = 1
+        where = [f"row {i + 1}" for i in range(len(df))]  # a Parquet table has rows, not lines
     else:
         import io
 
@@ -188,7 +188,9 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
             df.columns = ["qid", "docid", "rank", "score"][: df.shape[1]]
         else:
             df.columns = [c.strip().lower() for c in df.columns]
-        first_row = 2 if has_header else 1
+        lines = record_lines(text, sep)[1 if has_header else 0:]
+        where = [f"line {n}" for n in lines] if len(lines) == len(df) else \
+            [f"row {i + 1}" + " after the header" * has_header for i in range(len(df))]
     df = df.rename(columns={c: _COLUMN_NAMES[c] for c in df.columns if c in _COLUMN_NAMES})
     missing = [c for c in ("query_id", "doc_id", "rank") if c not in df.columns]
     if missing:
@@ -200,7 +202,7 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
         bad = values.isna() | ((values % 1 != 0) if col == "rank" else False)
         if bad.any():
             row = int(bad.to_numpy().argmax())
-            raise DataError(f"{path}: row {row + first_row}: {col} {df[col].iloc[row]!r} is not "
+            raise DataError(f"{path}: {where[row]}: {col} {df[col].iloc[row]!r} is not "
                             f"{'an integer' if col == 'rank' else 'a number'}")
         df[col] = values
     if "score" not in df.columns:
@@ -209,7 +211,7 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
     dup = df.duplicated(["query_id", "doc_id"])
     if dup.any():
         row = int(dup.to_numpy().argmax())
-        raise DataError(f"{path}: row {row + first_row}: document {df['doc_id'].iloc[row]!r} appears twice for query "
+        raise DataError(f"{path}: {where[row]}: document {df['doc_id'].iloc[row]!r} appears twice for query "
                         f"{df['query_id'].iloc[row]!r}; expected each document once per query")
     df = df.sort_values(["query_id", "rank"], kind="stable")
     df["rank"] = df.groupby("query_id").cumcount() + 1

@@ -76,8 +76,9 @@ def test_result_log_notes_and_errors(tiny, tmp_path):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("qid,docid,rank\nq1,d1,1\nq1,d1,2\n", "row 3: document 'd1' appears twice for query 'q1'"),
-    ("qid,docid,rank\nq1,d1,first\n", "row 2: rank 'first' is not an integer"),
+    ("qid,docid,rank\nq1,d1,1\nq1,d1,2\n", "line 3: document 'd1' appears twice for query 'q1'"),
+    ("qid,docid,rank\nq1,d1,first\n", "line 2: rank 'first' is not an integer"),
+    ("qid,docid,rank\n\nq1,d1,1\n\nq1,d2,x\n", "line 5: rank 'x' is not an integer"),  # blank lines counted
     ("a,b\nq1,d1\n", "found 2 columns; expected qid, docid, rank"),
     ("qid,rank\nq1,1\n", "no column doc_id"),
 ])
