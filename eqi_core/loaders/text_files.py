@@ -59,6 +59,8 @@ def read_text(path: str | Path, data: bytes | None = None, what: str = "a UTF-8 
     """Decode a file (or its gzip) as UTF-8 (BOM allowed); invalid bytes are reported with their line, a
     missing file or a folder in one line saying what was expected."""
     raw = gunzipped(path, data if data is not None else require_file(path, what).read_bytes())
+    if b"\0" in raw[:4096]:  # a spreadsheet, a Parquet or zip file given for text: no "line 1: 1 field" puzzle
+        raise DataError(f"{path}: not a text file (NUL bytes: binary data, or UTF-16 text); expected {what} in UTF-8")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -42,6 +42,7 @@ def test_formats(tmp_path, name, text):
     ("log.csv", "qid,text\nx1,bank\nx2\n", "line 3: empty query text"),
     ("log.csv", "qid,text\nx1,bank\nx2,loan,3\n", "line 3: 3 fields where the first line has 2"),
     ("log.jsonl", '{"_id": "x1", "text": "a"}\n\n{"_id": "x2"}\n', "line 3: no query text"),
+    ("log.tsv", "x1\tbank\n".encode("utf-16"), r"not a text file \(NUL bytes: binary data, or UTF-16 text\)"),
     ("log.tsv", "just one column\n", "expected qid<TAB>text"),
     ("log.jsonl", '{"_id": "x1", "text": "a"}\nnot json\n', "line 2: not valid JSON"),
     ("log.csv", "id,words\nx1,a\n", "expected columns for the query id"),
@@ -51,7 +52,7 @@ def test_formats(tmp_path, name, text):
 ])
 def test_bad_logs_are_one_line(tmp_path, name, text, message):
     path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     with pytest.raises(DataError, match=message):
         read_query_log(path)
 
