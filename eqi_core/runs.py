@@ -195,6 +195,12 @@ def read_run(path: str | Path, name: str | None = None, data: bytes | None = Non
     missing = [c for c in ("query_id", "doc_id", "rank") if c not in df.columns]
     if missing:
         raise DataError(f"{path}: no column {', '.join(missing)}; expected qid, docid, rank[, score]")
+    for col, shown in (("query_id", "qid"), ("doc_id", "docid"), ("rank", "rank")):
+        # an empty field (or a Parquet null) was kept as the id "" or "None", or a traceback for a rank
+        missing = (df[col].isna() | (df[col].astype(str).str.strip() == "")).to_numpy()
+        if missing.any():
+            raise DataError(f"{path}: {where[int(missing.argmax())]}: no {shown}; expected qid, docid, rank[, score] "
+                            f"{'in every row' if suffix == '.parquet' else 'on every line'}")
     for col in ("rank", "score"):
         if col not in df.columns:
             continue

@@ -79,6 +79,7 @@ def test_result_log_notes_and_errors(tiny, tmp_path):
     ("qid,docid,rank\nq1,d1,1\nq1,d1,2\n", "line 3: document 'd1' appears twice for query 'q1'"),
     ("qid,docid,rank\nq1,d1,first\n", "line 2: rank 'first' is not an integer"),
     ("qid,docid,rank\n\nq1,d1,1\n\nq1,d2,x\n", "line 5: rank 'x' is not an integer"),  # blank lines counted
+    ("qid,docid,rank\nq1,,1\n", "line 2: no docid"),  # an empty id was kept as the passage ""
     ("a,b\nq1,d1\n", "found 2 columns; expected qid, docid, rank"),
     ("qid,rank\nq1,1\n", "no column doc_id"),
 ])
@@ -87,6 +88,16 @@ def test_bad_result_log_tables_are_one_line(tmp_path, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         read_run(path)
+
+
+def test_a_parquet_null_is_one_line(tmp_path):
+    """A null id was read as the id "None" (or, for a rank, a pandas traceback)."""
+    for column, said in (("query_id", "no qid"), ("doc_id", "no docid"), ("rank", "no rank")):
+        frame = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1.0, 2.0]})
+        frame.loc[1, column] = None
+        frame.to_parquet(tmp_path / "log.parquet")
+        with pytest.raises(DataError, match=f"log.parquet: row 2: {said}; expected qid, docid, rank.score. in every row"):
+            read_run(tmp_path / "log.parquet")
 
 
 def test_tsv_without_header_and_parquet(tmp_path):
