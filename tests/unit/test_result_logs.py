@@ -96,7 +96,7 @@ def test_a_parquet_null_is_one_line(tmp_path):
         frame = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1.0, 2.0]})
         frame.loc[1, column] = None
         frame.to_parquet(tmp_path / "log.parquet")
-        with pytest.raises(DataError, match=f"log.parquet: row 2: {said}; expected qid, docid, rank.score. in every row"):
+        with pytest.raises(DataError, match=rf"log.parquet: row 2: {said}; expected qid, docid, rank\[, score\] in every row"):
             read_run(tmp_path / "log.parquet")
 
 
