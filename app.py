@@ -1,6 +1,7 @@
 """Search-transparency workbench: the dashboard shell. Each page draws the shared sidebar itself
 (pages/_sidebar.py), so collection and ranker choices follow the user from page to page."""
 import os
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -8,7 +9,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import streamlit as st
 
-st.set_page_config(page_title="EQI workbench", page_icon=":material/travel_explore:", layout="wide")
+# the icon as a file the server serves: Streamlit fetches a ":material/...:" page icon from fonts.gstatic.com,
+# a request to Google on every page view (and a blank tab icon offline)
+st.set_page_config(page_title="EQI workbench", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"), layout="wide")
 
 
 @st.cache_resource(show_spinner=False)

@@ -143,7 +143,19 @@ def browser():
 
 @pytest.fixture
 def page(browser):
+    """A page of its own; every test using it also checks that nothing the dashboard shows asked for
+    anything outside this machine (the favicon was fetched from fonts.gstatic.com on every page view)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1500}, device_scale_factor=1)
     pg = context.new_page()
+    outside = []
+    pg.on("request", lambda request: None if is_local(request.url) else outside.append(request.url))
     yield pg
     context.close()
+    assert not outside, f"the dashboard asked for something outside this machine: {sorted(set(outside))[:3]}"
+
+
+def is_local(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about", "file", "chrome-extension") or parts.hostname in ("localhost", "127.0.0.1", "::1")
