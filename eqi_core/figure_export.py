@@ -151,7 +151,9 @@ class FigureRenderer:
             self._idle_timer.cancel()
         if self._kaleido is None:
             _silence_kaleido()
-            browser = kaleido.Kaleido(n=1)
+            # mathjax=False: kaleido's page loads MathJax from cdnjs.cloudflare.com otherwise (a request off this
+            # machine at every browser start); no figure here writes LaTeX
+            browser = kaleido.Kaleido(n=1, mathjax=False)
             self._kaleido = browser  # before open: a browser half-opened is still closed or killed
             self.browsers_started += 1
             await browser.open()
