@@ -21,6 +21,11 @@ import os
 # when numpy loads OpenBLAS, so it only applies where eqi_core is imported first (the `eqi` CLI,
 # `make run`); see `eqi bench exposure` (README, Benchmarks).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# onnxruntime (1.29 and later) uploads usage events to Microsoft (mobile.events.data.microsoft.com) on
+# Linux, under a device id it writes to ~/.cache/Microsoft, unless this is set before it starts; a
+# workbench that audits searches sends nothing anywhere (README, Reliability). Set here, before any
+# eqi_core module imports onnxruntime; a user who wants the events can set it to 0.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 _EXPORTS = {
     "ArtifactStore": "eqi_core.store",

@@ -1,0 +1,31 @@
+"""Nothing the workbench runs sends anything off the machine: onnxruntime (1.29 and later) uploads usage
+events to Microsoft on Linux under a device id it writes to ~/.cache/Microsoft, unless
+ORT_DISABLE_TELEMETRY is set before it starts; ``import eqi_core`` sets it."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ENCODE = ("import eqi_core\nfrom eqi_core.rankers import load_encoder\n"
+          "print(load_encoder('minilm-l3-onnx').encode(['a river bank']).shape)")
+
+
+def _run(home: Path, **env: str) -> Path:
+    """Encode one text with the onnxruntime encoder in a fresh process whose home is ``home``; returns
+    where onnxruntime keeps its device id and event cache there."""
+    clean = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    done = subprocess.run([sys.executable, "-c", ENCODE], env={**clean, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+                                                               "EQI_HOME": os.environ.get("EQI_HOME", str(home / "eqi")), **env},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and "(1, 384)" in done.stdout, done.stderr[-2000:]
+    return home / ".cache" / "Microsoft"
+
+
+def test_importing_eqi_core_keeps_onnxruntime_from_collecting_events(tmp_path):
+    assert not _run(tmp_path / "ours").exists()
+
+
+def test_the_check_can_fail_onnxruntime_collects_when_allowed(tmp_path):
+    """The same process with the opt-out turned off: onnxruntime writes its device id (so the test above
+    would see one if the opt-out stopped working)."""
+    assert (_run(tmp_path / "allowed", ORT_DISABLE_TELEMETRY="0") / "DeveloperTools" / ".onnxruntime" / "deviceid").is_file()
