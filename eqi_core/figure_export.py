@@ -26,6 +26,10 @@ SLIDE_SCALE = 3  # 3x a 1000-px-wide figure: sharp on a projector
 IMAGE_FORMATS = ("png", "svg", "jpg", "jpeg", "webp", "pdf")  # what kaleido renders
 IDLE_CLOSE_S = 600.0  # a browser unused this long is closed (about 150 MB of chromium)
 RENDER_TIMEOUT_S = 120.0  # a batch that takes longer is abandoned, its browser killed
+# kaleido's chromium gets no way off this machine: its page is a local file, but chromium looked up
+# clients2.google.com and start.duckduckgo.com at every start; through a proxy that is not there
+# (port 9, discard, closed) no request resolves a name or leaves. choreographer passes no other flags.
+NO_NETWORK_PROXY = "127.0.0.1:9"
 
 
 def figure_html(fig: go.Figure) -> str:
@@ -152,8 +156,8 @@ class FigureRenderer:
         if self._kaleido is None:
             _silence_kaleido()
             # mathjax=False: kaleido's page loads MathJax from cdnjs.cloudflare.com otherwise (a request off this
-            # machine at every browser start); no figure here writes LaTeX
-            browser = kaleido.Kaleido(n=1, mathjax=False)
+            # machine at every browser start); no figure here writes LaTeX. NO_NETWORK_PROXY: chromium's own.
+            browser = kaleido.Kaleido(n=1, mathjax=False, proxy_server=NO_NETWORK_PROXY)
             self._kaleido = browser  # before open: a browser half-opened is still closed or killed
             self.browsers_started += 1
             await browser.open()

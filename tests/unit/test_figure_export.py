@@ -51,13 +51,16 @@ def test_the_browser_is_kept_between_renders_replaced_when_it_dies_and_closed_wh
 
 def test_the_export_page_loads_nothing_from_another_machine(renderer):
     """kaleido's page took MathJax from cdnjs.cloudflare.com unless told not to: every PNG/SVG export's
-    browser start asked a CDN for a script (and waited on it offline)."""
+    browser start asked a CDN for a script (and waited on it offline), and its chromium looked up
+    Google's and DuckDuckGo's hosts."""
     from pathlib import Path
     from urllib.parse import unquote, urlsplit
 
     renderer.render(specs(2))
     page = Path(unquote(urlsplit(renderer._kaleido._index).path)).read_text(encoding="utf-8")
     assert "<script" in page and "https://" not in page and "http://" not in page, page[:500]
+    # and chromium itself cannot reach the network (it looked up clients2.google.com and start.duckduckgo.com)
+    assert "--proxy-server=127.0.0.1:9" in renderer._kaleido.subprocess.args
 
 
 def test_renders_from_several_threads_each_get_their_own_figure(renderer):
