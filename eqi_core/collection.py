@@ -315,6 +315,9 @@ def _normalise(df: pd.DataFrame, columns: list[str], what: str, source: str) -> 
                 raise DataError(f"{source or 'collection'}: {what} have no '{col}' column")
     df = df[columns]
     id_col = columns[0]
+    missing = df[id_col].isna().to_numpy()
+    if missing.any():  # a frame built in a notebook: its null id was kept as "None" or "nan"
+        raise DataError(f"{source or 'collection'}: {what} have a missing id (row {int(missing.argmax()) + 1} of the frame)")
     df[id_col] = df[id_col].astype(str)
     for col in columns[1:]:
         df[col] = df[col].fillna("").astype(str)

@@ -98,6 +98,18 @@ def test_duplicate_ids(tmp_path):
         load_beir(d)
 
 
+def test_a_frame_with_a_null_id_is_one_line():
+    """A collection built in a notebook from frames: a null id was kept as the id "None" or "nan"."""
+    import pandas as pd
+
+    from eqi_core.collection import Collection
+
+    queries = pd.DataFrame({"query_id": ["q1", None], "text": ["a", "b"]})
+    with pytest.raises(DataError, match=r"^notebook: queries have a missing id \(row 2 of the frame\)$"):
+        Collection("x", pd.DataFrame({"doc_id": ["d1"], "text": ["a"]}), queries,
+                   pd.DataFrame(columns=["query_id", "doc_id", "relevance"]), source="notebook")
+
+
 def test_missing_id_and_whitespace_id(tmp_path):
     with pytest.raises(DataError, match="line 1: missing '_id'"):
         load_beir(make_beir(tmp_path / "a", ['{"text": "a"}']))
