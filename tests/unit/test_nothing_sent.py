@@ -16,7 +16,7 @@ def _run(home: Path, **env: str) -> Path:
     clean = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
     done = subprocess.run([sys.executable, "-c", ENCODE], env={**clean, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
                                                                "EQI_HOME": os.environ.get("EQI_HOME", str(home / "eqi")), **env},
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, encoding="utf-8", timeout=300, check=False)
     assert done.returncode == 0 and "(1, 384)" in done.stdout, done.stderr[-2000:]
     return home / ".cache" / "Microsoft"
 
