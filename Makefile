@@ -44,7 +44,7 @@ browser-deps:
 SHARED_DATA := $(abspath $(wildcard ../shared/data))
 
 run: setup
-	@$(BIN)/python -c "from streamlit.net_util import get_internal_ip as ip; a = ip(); print(f'  From another machine: http://{a}:$(PORT)') if a else None"
+	@$(BIN)/python -c "from eqi_core.dashboard import network_url as u; a = u($(PORT)); print(f'  From another machine: {a}') if a else None"
 	EQI_DATA_ROOTS="$${EQI_DATA_ROOTS-$(SHARED_DATA)}" OPENBLAS_THREAD_TIMEOUT=4 \
 	  $(BIN)/streamlit run app.py --server.port $(PORT)
 

@@ -21,6 +21,20 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 
 
+def network_url(port: int) -> str | None:
+    """The address other machines on the network reach a dashboard on ``port`` at, or None. ``make run``
+    prints it: the Streamlit config names the server address, so that a headless start does not ask
+    checkip.amazonaws.com for the public one, and Streamlit then prints only the local URL. The
+    address is this machine's side of a UDP socket aimed at a private address: nothing is sent."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            address = s.getsockname()[0]
+    except OSError:  # no network at all
+        return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else f"http://{address}:{port}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -29,3 +29,41 @@ def test_the_check_can_fail_onnxruntime_collects_when_allowed(tmp_path):
     """The same process with the opt-out turned off: onnxruntime writes its device id (so the test above
     would see one if the opt-out stopped working)."""
     assert (_run(tmp_path / "allowed", ORT_DISABLE_TELEMETRY="0") / "DeveloperTools" / ".onnxruntime" / "deviceid").is_file()
+
+
+def test_make_runs_network_url_is_found_without_sending(monkeypatch):
+    """`make run` prints the address other machines reach the dashboard at (Streamlit no longer does,
+    its config naming the server address); it asks the kernel, and sends nothing."""
+    import socket as real
+
+    from eqi_core import dashboard
+
+    calls = []
+
+    class Udp:
+        def __init__(self, family, kind):
+            assert (family, kind) == (real.AF_INET, real.SOCK_DGRAM)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def connect(self, address):
+            calls.append(("connect", address))
+
+        def getsockname(self):
+            return ("192.0.2.7", 40000)
+
+        def __getattr__(self, name):  # send, sendto, ...: a packet would leave
+            raise AssertionError(f"network_url called socket.{name}")
+
+    monkeypatch.setattr(dashboard.socket, "socket", Udp)
+    assert dashboard.network_url(8600) == "http://192.0.2.7:8600" and calls == [("connect", ("10.255.255.255", 1))]
+
+    def unreachable(*args):
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(dashboard.socket, "socket", unreachable)
+    assert dashboard.network_url(8600) is None
