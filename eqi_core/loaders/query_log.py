@@ -2,8 +2,9 @@
 passages (e.g. the MS MARCO queries over the TREC DL 2019 passages).
 
 Formats: TSV or text (``qid<TAB>text[<TAB>count]``, as ``../shared/data/query-logs/``; a header line
-naming the columns is allowed), CSV with a header (``qid``/``query_id``, ``text``/``query``,
-optional ``count``), JSONL (``_id``/``id``/``query_id``, ``text``/``query``, optional ``count``).
+whose first column is named ``qid``, ``query_id``, ``id``... is allowed, the columns read by
+position), CSV with a header (``qid``/``query_id``, ``text``/``query``, optional ``count``),
+JSONL (``_id``/``id``/``query_id``, ``text``/``query``, optional ``count``).
 ``count`` is how often the query was issued (a row without one counts once): a weight in exposure
 totals and retrievability.
 """
@@ -54,9 +55,11 @@ def _tab_separated(text: str, path: Path) -> tuple[pd.DataFrame, list[int]]:
         if not line.strip():
             continue
         fields = line.split("\t")
-        if not rows and not header and len(fields) > 1 and fields[0].strip().lower() in _ID \
-                and fields[1].strip().lower() in _TEXT:
-            header = True  # a header naming the columns
+        if not rows and not header and len(fields) in (2, 3) and fields[0].strip().lower() in _ID:
+            # a header: its first column named as a query id column ("qid", "query_id"); the columns
+            # are read by position, so "query_id<TAB>query_text" is a header too (it was the query
+            # "query_text" with the id "query_id")
+            header = True
             continue
         if len(fields) not in (2, 3):
             raise DataError(f"{path}: line {lineno}: {len(fields)} tab-separated field{'s' * (len(fields) != 1)}; "

@@ -80,7 +80,8 @@ def parse_spec(spec: str) -> CollectionSpec:
 
 # raised when a loader reads the same files differently, so a parse cached by the version before is
 # not served (2: an MS MARCO TSV's header line is a header, not a passage or query "pid"; 3: a query
-# log's TSV line without a text is an error, not the query "nan")
+# log's TSV line without a text is an error, not the query "nan", and a first line named "query_id..."
+# is a header whatever its text column's name)
 LOADER_VERSION = 3
 
 

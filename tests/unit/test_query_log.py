@@ -57,6 +57,16 @@ def test_bad_logs_are_one_line(tmp_path, name, text, message):
         read_query_log(path)
 
 
+@pytest.mark.parametrize("header", ["qid\ttext", "query_id\tquery_text", "id\tsearch\tfrequency", "QID\tQuery"])
+def test_a_tsv_header_is_known_by_its_first_column(tmp_path, header):
+    """Columns of a TSV log are read by position; a first line whose first column is named as an id
+    column is a header, whatever the others are named ("query_text" was read as a query)."""
+    path = tmp_path / "log.tsv"
+    path.write_text(f"{header}\nq1\tbank\t2\nq2\tloan\n", encoding="utf-8")
+    frame = read_query_log(path)
+    assert frame["query_id"].tolist() == ["q1", "q2"] and frame["count"].tolist() == [2, 1]
+
+
 def test_tsv_counts_on_some_lines_only(tmp_path):
     """A count on some lines (the others count once), quotes kept as text, Windows line ends; a log
     without counts stays one without (no count column)."""
