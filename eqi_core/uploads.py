@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from eqi_core.errors import DataError
-from eqi_core.loaders.text_files import gunzipped, inner_suffix, read_table, record_lines
+from eqi_core.loaders.text_files import gunzipped, inner_suffix, read_table, read_text, record_lines
 from eqi_core.store import ArtifactStore, content_digest, params_key
 
 KIND = "upload"
@@ -91,10 +91,7 @@ def _passages_jsonl(filename: str, data: bytes) -> tuple[bytes, list[int] | None
         return data, None
     if suffix not in (".csv", ".tsv"):
         raise DataError(f"{filename}: expected passages as JSONL (_id, text[, title]) or CSV/TSV (id, text[, title])")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{filename}: not UTF-8 text (byte {exc.start}); expected {suffix[1:].upper()} passages") from None
+    text = read_text(filename, data, f"{suffix[1:].upper()} passages (id, text[, title])")  # UTF-8 and NUL checks, as every loader
     sep = "," if suffix == ".csv" else "\t"
     frame = read_table(filename, text, sep, "id, text[, title] on every line")
     lines = record_lines(text, sep)[1:]

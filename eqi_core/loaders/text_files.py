@@ -161,32 +161,31 @@ def read_table(path, text: str, sep: str, expected: str, **kwargs) -> pd.DataFra
                         f"expected {expected}") from None
 
 
-def record_lines(text: str, sep: str) -> list[int]:
-    """The line each record of a CSV/TSV table starts on (the header's first; blank lines skipped), as
-    ``read_table`` reads it: a quoted CSV field may span lines, so rows are not lines."""
+def _records(text: str, sep: str) -> Iterator[tuple[int, list[str]]]:
+    """(the line it starts on, fields) of each non-blank record of a CSV/TSV table, quoted as
+    ``read_table`` reads it: a quoted CSV field may span lines, so records are not lines."""
     import csv
 
     rows = csv.reader(io.StringIO(text), delimiter=sep, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
-    starts, ended = [], 0
+    ended = 0
     for row in rows:
         if row:
-            starts.append(ended + 1)
+            yield ended + 1, row
         ended = rows.line_num
-    return starts
+
+
+def record_lines(text: str, sep: str) -> list[int]:
+    """The line each record of a CSV/TSV table starts on, the header's first (blank lines skipped)."""
+    return [line for line, _ in _records(text, sep)]
 
 
 def _first_line_of_another_width(path, text: str, sep: str, expected: str) -> DataError:
-    import csv
-
-    rows = csv.reader(io.StringIO(text), delimiter=sep, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
     width = None
-    for row in rows:
-        if not row:
-            continue
+    for line, row in _records(text, sep):
         if width is None:
             width = len(row)
         elif len(row) != width:
-            return DataError(f"{path}: line {rows.line_num}: {len(row)} fields where the first line has {width}; expected {expected}")
+            return DataError(f"{path}: line {line}: {len(row)} fields where the first line has {width}; expected {expected}")
     return DataError(f"{path}: lines of different widths; expected {expected}")
 
 

@@ -60,7 +60,7 @@ def test_collection_from_separate_files(store):
     (lambda s: store_collection_files(s, "x", ("p.csv", b'id,text\np1,"a\np2,b\n'), ("q.tsv", b"q1\ta\n")),
      "p.csv: line 2: a quote opened there is never closed"),
     (lambda s: store_collection_files(s, "x", ("p.csv", b"id,text\np1,\xff\n"), ("q.tsv", b"q1\ta\n")),
-     "p.csv: not UTF-8 text"),
+     r"p.csv: line 2: invalid UTF-8 \(byte 0xff\)"),
     (lambda s: store_result_log(s, "run.tsv", b"q1\td1\t1\nq1\td2\t2\t0.5\t9\n"), "run.tsv: line 2: 5 fields where the first line has 3"),
     (lambda s: store_result_log(s, "run.csv", b"qid,docid,rank\nq1,d1,1,5\n"), "run.csv: line 2: 4 fields where the first line has 3"),
     (lambda s: store_query_log(s, "log.csv", b"qid,text\nq1,a\nq2,b,c\n"), "log.csv: line 3: 3 fields where the first line has 2"),
