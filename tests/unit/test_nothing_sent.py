@@ -6,6 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+# onnxruntime collects nothing where one of these is set (its build checks them, reading a CI machine's
+# events as noise); the project's CI sets one, so each run here clears them, or the check that the
+# opt-out is ours could not fail and the one below could not pass.
+CI_MARKERS = ("TF_BUILD", "GITHUB_ACTIONS", "GITLAB_CI", "CIRCLECI", "TRAVIS", "JENKINS_URL", "CODEBUILD_BUILD_ID",
+              "BUILDKITE", "TEAMCITY_VERSION", "APPVEYOR", "BITBUCKET_BUILD_NUMBER")
 ENCODE = ("import eqi_core\nfrom eqi_core.rankers import load_encoder\n"
           "print(load_encoder('minilm-l3-onnx').encode(['a river bank']).shape)")
 
@@ -13,7 +18,7 @@ ENCODE = ("import eqi_core\nfrom eqi_core.rankers import load_encoder\n"
 def _run(home: Path, **env: str) -> Path:
     """Encode one text with the onnxruntime encoder in a fresh process whose home is ``home``; returns
     where onnxruntime keeps its device id and event cache there."""
-    clean = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    clean = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", *CI_MARKERS)}
     done = subprocess.run([sys.executable, "-c", ENCODE], env={**clean, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
                                                                "EQI_HOME": os.environ.get("EQI_HOME", str(home / "eqi")), **env},
                           capture_output=True, text=True, encoding="utf-8", timeout=300, check=False)
@@ -28,7 +33,15 @@ def test_importing_eqi_core_keeps_onnxruntime_from_collecting_events(tmp_path):
 def test_the_check_can_fail_onnxruntime_collects_when_allowed(tmp_path):
     """The same process with the opt-out turned off: onnxruntime writes its device id (so the test above
     would see one if the opt-out stopped working)."""
-    assert (_run(tmp_path / "allowed", ORT_DISABLE_TELEMETRY="0") / "DeveloperTools" / ".onnxruntime" / "deviceid").is_file()
+    collected = _run(tmp_path / "allowed", ORT_DISABLE_TELEMETRY="0")
+    assert (collected / "DeveloperTools" / ".onnxruntime" / "deviceid").is_file(), \
+        f"no device id written; environment names: {sorted(os.environ)}"
+
+
+def test_a_ci_machine_is_not_mistaken_for_our_opt_out(tmp_path):
+    """The markers above do turn onnxruntime's collection off (were they not what kept CI's run from
+    writing a device id, clearing them would not make the test above pass)."""
+    assert not _run(tmp_path / "ci", ORT_DISABLE_TELEMETRY="0", GITHUB_ACTIONS="true").exists()
 
 
 def test_make_runs_network_url_is_found_without_sending(monkeypatch):
