@@ -12,6 +12,7 @@ from eqi_core.exposure.evaluate import (
     table2_available,
     training_size_grid,
     ttests_at,
+    untrained_shares,
 )
 from eqi_core.exposure.learned import TrainingConfig
 from eqi_core.exposure.relq import relq_rbp
@@ -160,19 +161,27 @@ with tab_train:
     # must not show this one's curves
     settings = (spec, rankings, int(n_test), int(n_dq), int(steps))
 
-    def on_click(label: str, key: str, working: str, compute, figure) -> None:
-        """A long computation behind a button; its figure stays shown for these settings only."""
+    def on_click(label: str, key: str, working: str, compute, figure, note=lambda result: "") -> None:
+        """A long computation behind a button; its figure (and ``note`` on its result, if any) stays shown
+        for these settings only."""
         if st.button(label, key=key):
             holder = {}
-            with_progress(working, lambda p: holder.update(result=compute(p)))
+            try:
+                with_progress(working, lambda p: holder.update(result=compute(p)))
+            except DataError as exc:  # e.g. a setting no head can be trained under: said, the page goes on
+                st.error(literal(exc))
+                return
             st.session_state[f"{key}_result"] = (settings, holder["result"])
         kept = st.session_state.get(f"{key}_result")
         if kept is not None and kept[0] == settings:
             drawn = figure(kept[1])
             st.plotly_chart(drawn, config=PLOT_CONFIG, key=f"{key}_fig")
             figure_downloads(drawn, figure.__name__, f"{key}_dl")
+            if note(kept[1]):
+                st.caption(note(kept[1]))
 
     on_click("Compute the training-size grid", "ev_grid", "Training Residual heads for the grid...",
              lambda p: training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.training_size)
     on_click("Simulate a growing query log", "ev_expand", "Training on part of the log, evaluating as it grows...",
-             lambda p: expanding_log(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.expanding_log)
+             lambda p: expanding_log(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.expanding_log,
+             untrained_shares)

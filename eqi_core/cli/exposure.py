@@ -411,6 +411,7 @@ def eval_exposure(
         expanding_log,
         table2_available,
         training_size_grid,
+        untrained_shares,
     )
     from eqi_core.exposure.learned import TrainingConfig
     from eqi_core.exposure.setup import default_n_dq
@@ -443,13 +444,17 @@ def eval_exposure(
     if grid:
         t3 = training_size_grid(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("grid", "step"))
         typer.echo("Training-size grid (Residual, RELQ_RBP,RBP(0.5,0.9)):")
-        typer.echo(t3.to_string(float_format=lambda v: f"{v:.3f}"))
+        typer.echo(t3.to_string(float_format=lambda v: f"{v:.3f}", na_rep="—"))
+        if t3.isna().to_numpy().any():
+            typer.echo("(—: those training queries expose no passage outside the held-out ones; no head trained)")
         if output_dir:
             _write_csv(t3, output_dir / "table3.csv")
     if expanding:
         f2 = expanding_log(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("expanding log", "step"))
         typer.echo("Expanding log (no retraining):")
-        typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="—"))
+        if untrained_shares(f2):
+            typer.echo(f"({untrained_shares(f2)})")
         if output_dir:
             _write_csv(f2, output_dir / "expanding_log.csv", index=False)
     if figures:

@@ -13,7 +13,7 @@ from scipy import stats
 
 from eqi_core.errors import DataError
 from eqi_core.exposure.exact import ExposureMap
-from eqi_core.exposure.learned import LearnedEQI, TrainingConfig, train_or_load
+from eqi_core.exposure.learned import LearnedEQI, NothingExposedToTrainOn, TrainingConfig, train_or_load
 from eqi_core.exposure.relq import (
     PATIENCE_GAMMAS,
     TABLE2_SPECS,
@@ -136,7 +136,8 @@ def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list
                        passage_sizes: list[int] | None = None, base: TrainingConfig | None = None, n_dq: int = 100,
                        progress: ProgressFn | None = None) -> pd.DataFrame:
     """Paper Table 3: Residual RELQ_{RBP,RBP}(0.5, 0.9) by training queries (columns) x passages (rows);
-    by default the paper's layout scaled to the log (TABLE3_*)."""
+    by default the paper's layout scaled to the log (TABLE3_*). A cell whose training queries expose no
+    passage is NaN."""
     n_q = len(setup.exposure.query_ids)
     query_sizes = list(query_sizes or [n_q // s for s in TABLE3_LOG_SHARES])
     passage_sizes = list(passage_sizes or TABLE3_PASSAGE_SIZES)
@@ -147,7 +148,10 @@ def training_size_grid(setup: ExposureSetup, test: np.ndarray, query_sizes: list
                        columns=pd.Index(query_sizes, name="train queries"), dtype=float)
     for p in passage_sizes:
         for q in query_sizes:
-            model, _ = setup.learned(replace(base, arch="residual", n_train_queries=q, n_train_passages=p), test, progress)
+            try:
+                model, _ = setup.learned(replace(base, arch="residual", n_train_queries=q, n_train_passages=p), test, progress)
+            except NothingExposedToTrainOn:
+                continue  # so few queries expose no passage (a small log's smallest share): the cell stays empty
             idx, _ = model.retrieve(setup.doc_emb[test], n_dq)
             out.loc[p, q] = float(np.nanmean(relq_per_passage(setup.exposure, test, idx, spec)))
     return out
@@ -163,25 +167,42 @@ def expanding_log(setup: ExposureSetup, test: np.ndarray, train_fractions: list[
     order = np.random.default_rng(seed + 11).permutation(n_q)
     spec = relq_rbp(0.5, 0.9, n_dq)
     setup.encode_passages(progress)
+    def log_at(f_eval: float) -> tuple[np.ndarray, ExposureMap, np.ndarray]:
+        """The first f_eval of the shuffled log, the exposure it gives, and which test passages it exposes."""
+        log = np.sort(order[: max(1, int(round(f_eval * n_q)))])
+        mask = np.zeros(n_q, dtype=bool)
+        mask[log] = True
+        truth = setup.exposure.restricted_to(mask)
+        return log, truth, truth.counts()[test] > 0
+
     rows = []
     for f_train in train_fractions:
         n_train = max(1, int(round(f_train * n_q)))
-        model, _ = _learned_on_prefix(setup, order[:n_train], base, test, progress)
+        try:
+            model, _ = _learned_on_prefix(setup, order[:n_train], base, test, progress)
+        except NothingExposedToTrainOn:
+            continue  # that share of a small log exposes no training passage: no line for it
         transformed = model.model.transform(setup.doc_emb[test], "passage")
         for f_eval in [f for f in eval_fractions if f >= f_train]:
-            log = np.sort(order[: max(1, int(round(f_eval * n_q)))])
-            mask = np.zeros(n_q, dtype=bool)
-            mask[log] = True
-            truth = setup.exposure.restricted_to(mask)
-            ok = truth.counts()[test] > 0
+            log, truth, ok = log_at(f_eval)
             _, idx = exact_topk(transformed[ok], model.query_space[log], n_dq)
             rows.append({"train_fraction": f_train, "log_fraction": f_eval, "log_size": int(len(log)),
                          "method": "Residual", "relq": float(np.nanmean(relq_per_passage(truth, test[ok], log[idx], spec)))})
-            if f_train == train_fractions[0]:
-                _, idx = exact_topk(setup.doc_emb[test][ok], setup.query_emb[log], n_dq)
-                rows.append({"train_fraction": np.nan, "log_fraction": f_eval, "log_size": int(len(log)),
-                             "method": "dense-reverse", "relq": float(np.nanmean(relq_per_passage(truth, test[ok], log[idx], spec)))})
-    return pd.DataFrame(rows)
+    for f_eval in [f for f in eval_fractions if f >= train_fractions[0]]:  # the baseline, trained on nothing
+        log, truth, ok = log_at(f_eval)
+        _, idx = exact_topk(setup.doc_emb[test][ok], setup.query_emb[log], n_dq)
+        rows.append({"train_fraction": np.nan, "log_fraction": f_eval, "log_size": int(len(log)),
+                     "method": "dense-reverse", "relq": float(np.nanmean(relq_per_passage(truth, test[ok], log[idx], spec)))})
+    return pd.DataFrame(rows, columns=["train_fraction", "log_fraction", "log_size", "method", "relq"])
+
+
+def untrained_shares(growing: pd.DataFrame, train_fractions: list[float] = FIGURE2_TRAIN_FRACTIONS) -> str:
+    """What ``expanding_log`` could not train on, said in one line ("" when it trained on every share)."""
+    missing = [f for f in train_fractions if f not in set(growing["train_fraction"].dropna())]
+    if not missing:
+        return ""
+    return (f"No Residual line for {', '.join(f'{f:.0%}' for f in missing)} of the log: so few queries expose no "
+            "passage outside the held-out ones.")
 
 
 def _learned_on_prefix(setup: ExposureSetup, train_queries: np.ndarray, base: TrainingConfig, test: np.ndarray,

@@ -45,6 +45,11 @@ def _block(n_in: int, n_out: int, dropout: float) -> list[nn.Module]:
     return [nn.Linear(n_in, n_out), nn.ReLU(), nn.Dropout(dropout), nn.LayerNorm(n_out)]
 
 
+class NothingExposedToTrainOn(DataError):
+    """The training queries put no (non-held-out) passage in their top results: nothing to learn from.
+    A grid over training sizes leaves such a cell empty instead of stopping."""
+
+
 class Head(nn.Module):
     """Residual (x + FF(x)) or Append ((x, FF(x))) transformation of a frozen embedding."""
 
@@ -157,7 +162,7 @@ def _sample_training_sets(exposure: ExposureMap, config: TrainingConfig, exclude
     if exclude_docs is not None and len(exclude_docs):
         candidates = np.setdiff1d(candidates, exclude_docs)
     if len(candidates) == 0:
-        raise DataError("no training passage is exposed by any training query; use more training queries")
+        raise NothingExposedToTrainOn("no training passage is exposed by any training query; use more training queries")
     d_train = np.sort(rng.choice(candidates, size=min(config.n_train_passages, len(candidates)), replace=False))  # line 9
     return rng, q_train, cache, d_train
 

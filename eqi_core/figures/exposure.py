@@ -228,13 +228,20 @@ def trait_curves(frame: pd.DataFrame, trait: str) -> go.Figure:
 
 
 def training_size(table: pd.DataFrame) -> go.Figure:
-    """Table 3 as a heatmap: Residual RELQ by training passages x training queries."""
-    fig = go.Figure(go.Heatmap(z=table.to_numpy(dtype=float), x=[str(c) for c in table.columns], y=[str(r) for r in table.index],
-                               colorscale="Blues", text=np.round(table.to_numpy(dtype=float), 3), texttemplate="%{text}",
-                               hovertemplate="%{y} passages, %{x} queries: %{z:.3f}<extra></extra>"))
+    """Table 3 as a heatmap: Residual RELQ by training passages x training queries; an empty (NaN) cell
+    is one whose training queries expose no passage, so no head was trained there."""
+    z = table.to_numpy(dtype=float)
+    said = np.where(np.isnan(z), "—", np.vectorize(lambda v: f"{v:.3f}")(np.nan_to_num(z)))
+    hover = np.where(np.isnan(z), "no head: these queries expose no passage", np.char.add("RELQ ", said))
+    fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in table.columns], y=[str(r) for r in table.index],
+                               colorscale="Blues", text=said, texttemplate="%{text}", customdata=hover,
+                               hovertemplate="%{y} passages, %{x} queries: %{customdata}<extra></extra>"))
     fig.update_xaxes(title_text="training queries")
     fig.update_yaxes(title_text="training passages")
-    return style(fig, "Residual RELQ_RBP,RBP(0.5, 0.9) by training size")
+    title = "Residual RELQ_RBP,RBP(0.5, 0.9) by training size"
+    if np.isnan(z).any():
+        title += " (—: the training queries expose no passage)"
+    return style(fig, title)
 
 
 def expanding_log(frame: pd.DataFrame) -> go.Figure:

@@ -1,4 +1,5 @@
 """AppTest of the Exposure and Exposure evaluation pages (tiny collection, ONNX dense ranker)."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -253,6 +254,42 @@ def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
         at.button(key="ev_run").click().run()
     assert not at.exception and "Brute force" in at.dataframe[0].value.index  # the page is drawn in full...
     assert not charts()  # ...without the grid of the other setting
+
+
+def test_a_grid_on_a_log_too_small_for_its_smallest_share_shows_that_cell_empty(monkeypatch):
+    """Under BM25 the tiny log's smallest training share (one query) exposes only held-out passages: the
+    grid leaves that cell empty ("—") instead of the page showing a traceback ("no training passage is
+    exposed"), as a random walk through the page's widgets found it."""
+    at = app_on(monkeypatch, FIXTURES, TINY_BEIR, "bm25", "pages/exposure_eval.py")
+    at.number_input(key="ev_ndq").set_value(1).run()
+    at.number_input(key="ev_steps").set_value(100).run()
+    if any(b.label == "Run the evaluation" for b in at.button):
+        at.button(key="ev_run").click().run()
+    at.button(key="ev_grid").click().run()
+    assert not at.exception, at.exception
+    grid = next(c for c in at.get("plotly_chart") if "ev_grid_fig" in c.proto.id)
+    drawn = json.loads(grid.proto.spec)
+    cells = [t for row in drawn["data"][0]["text"] for t in row]
+    assert "—" in cells and any(t != "—" for t in cells)
+    assert "expose no passage" in drawn["layout"]["title"]["text"]
+
+
+def test_a_computation_behind_a_button_that_refuses_is_one_line_and_the_page_goes_on(at, monkeypatch):
+    from eqi_core.errors import DataError
+    from eqi_core.exposure import evaluate
+
+    def refuse(*args, **kwargs):
+        raise DataError("the log: expected more queries")
+
+    monkeypatch.setattr(evaluate, "expanding_log", refuse)
+    at.switch_page("pages/exposure_eval.py").run()
+    at.number_input(key="ev_steps").set_value(100).run()
+    if any(b.label == "Run the evaluation" for b in at.button):
+        at.button(key="ev_run").click().run()
+    at.button(key="ev_expand").click().run()
+    assert not at.exception, at.exception
+    assert [as_read(e.value) for e in at.error] == ["the log: expected more queries"]
+    assert at.button(key="ev_grid")  # the rest of the page is still drawn
 
 
 def test_an_exposing_query_shows_what_stands_above_the_passage(at, reported):

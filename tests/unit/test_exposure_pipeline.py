@@ -1,5 +1,6 @@
 """EQI end to end on the tiny fixture collection: setup, methods, lookup, Table 2, figures, CLI."""
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -347,3 +348,39 @@ def test_eqi_exposure_under_bm25_encodes_the_passages_only_to_train_a_head(tmp_p
     assert out.exit_code == 0, out.output
     assert "training the Residual head needs every passage in minilm-l3-onnx's space: encoding the 12 passages" in out.output
     assert is_indexed("minilm-l3-onnx", tiny, store)
+
+
+def test_a_training_size_no_passage_is_exposed_at_leaves_its_cell_and_line_out(setup):
+    """The Table 3 grid and the growing log on a log so small that one query can expose only held-out
+    passages: that cell is empty (drawn as "—") and that training share has no line, instead of the
+    whole computation stopping with "no training passage is exposed" (a traceback on the page)."""
+    from eqi_core.exposure.evaluate import expanding_log, training_size_grid, untrained_shares
+
+    exposed = np.flatnonzero(setup.exposure.counts() > 0)
+    only_q4 = [d for d in exposed if setup.exposure.restricted_to(np.arange(5) != 4).counts()[d] == 0]
+    assert only_q4 == [3]  # the fixture: passage 3 is in query 4's top 3 only
+    held_out = np.setdiff1d(exposed, only_q4)  # every other exposed passage: a lone query other than q4 has nothing
+    # a seed whose one training query (line 1 of Algorithm 1) is not q4
+    seed = next(s for s in range(10) if np.random.default_rng(s).choice(5, size=1, replace=False)[0] != 4)
+    config = replace(FAST, seed=seed)
+    grid = training_size_grid(setup, held_out, query_sizes=[1, 5], passage_sizes=[8], base=config, n_dq=5)
+    assert np.isnan(grid.loc[8, 1]) and np.isfinite(grid.loc[8, 5])
+    fig = figs.training_size(grid)
+    assert list(fig.data[0].text[0]) == ["—", f"{grid.loc[8, 5]:.3f}"] and "—" in fig.layout.title.text
+    assert np.random.default_rng(11).permutation(5)[0] != 4  # the growing log's first fifth (seed 0): one query, not q4
+    grown = expanding_log(setup, held_out, train_fractions=[0.2, 1.0], eval_fractions=[0.2, 1.0], base=config, n_dq=5)
+    assert set(grown.loc[grown["method"] == "Residual", "train_fraction"]) == {1.0}
+    assert untrained_shares(grown, [0.2, 1.0]).startswith("No Residual line for 20% of the log: so few queries")
+    assert untrained_shares(grown, [1.0]) == ""
+    assert list(grown.loc[grown["method"] == "dense-reverse", "log_fraction"]) == [0.2, 1.0]  # the baseline throughout
+    figs.expanding_log(grown)
+
+
+def test_a_grid_cell_without_a_head_reads_as_such():
+    table = pd.DataFrame([[np.nan, 0.5]], index=pd.Index([8], name="train passages"),
+                         columns=pd.Index([1, 5], name="train queries"))
+    fig = figs.training_size(table)
+    assert list(fig.data[0].text[0]) == ["—", "0.500"]
+    assert list(fig.data[0].customdata[0]) == ["no head: these queries expose no passage", "RELQ 0.500"]
+    assert fig.layout.title.text.endswith("(—: the training queries expose no passage)")
+    assert "—" not in figs.training_size(table.fillna(0.25)).layout.title.text
