@@ -239,19 +239,22 @@ def test_a_link_cannot_name_a_result_log_outside_the_data_roots(at, tmp_path):
     assert at.radio(key="exp_log").value == ""  # back to the sidebar's ranker
 
 
-def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
-    at.switch_page("pages/exposure_eval.py").run()
-    at.number_input(key="ev_ntest").set_value(50).run()
-    at.number_input(key="ev_steps").set_value(100).run()
+def evaluated(at: AppTest, **settings: int) -> AppTest:
+    """The Exposure evaluation page with these number inputs set (key: value) and Table 2 computed."""
+    for key, value in settings.items():
+        at.number_input(key=key).set_value(value).run()
     if any(b.label == "Run the evaluation" for b in at.button):
         at.button(key="ev_run").click().run()
-    at.button(key="ev_grid").click().run()
+    return at
+
+
+def test_training_grid_is_shown_only_for_the_settings_it_was_computed_for(at):
+    at.switch_page("pages/exposure_eval.py").run()
+    evaluated(at, ev_ntest=50, ev_steps=100).button(key="ev_grid").click().run()
     assert not at.exception, at.exception
     charts = lambda: [c.proto.id for c in at.get("plotly_chart") if "ev_grid_fig" in c.proto.id]
     assert charts()
-    at.number_input(key="ev_steps").set_value(200).run()  # another setting: that grid is not this one's
-    if any(b.label == "Run the evaluation" for b in at.button):
-        at.button(key="ev_run").click().run()
+    evaluated(at, ev_steps=200)  # another setting: that grid is not this one's
     assert not at.exception and "Brute force" in at.dataframe[0].value.index  # the page is drawn in full...
     assert not charts()  # ...without the grid of the other setting
 
@@ -260,11 +263,7 @@ def test_a_grid_on_a_log_too_small_for_its_smallest_share_shows_that_cell_empty(
     """Under BM25 the tiny log's smallest training share (one query) exposes only held-out passages: the
     grid leaves that cell empty ("—") instead of the page showing a traceback ("no training passage is
     exposed"), as a random walk through the page's widgets found it."""
-    at = app_on(monkeypatch, FIXTURES, TINY_BEIR, "bm25", "pages/exposure_eval.py")
-    at.number_input(key="ev_ndq").set_value(1).run()
-    at.number_input(key="ev_steps").set_value(100).run()
-    if any(b.label == "Run the evaluation" for b in at.button):
-        at.button(key="ev_run").click().run()
+    at = evaluated(app_on(monkeypatch, FIXTURES, TINY_BEIR, "bm25", "pages/exposure_eval.py"), ev_ndq=1, ev_steps=100)
     at.button(key="ev_grid").click().run()
     assert not at.exception, at.exception
     grid = next(c for c in at.get("plotly_chart") if "ev_grid_fig" in c.proto.id)
@@ -283,10 +282,7 @@ def test_a_computation_behind_a_button_that_refuses_is_one_line_and_the_page_goe
 
     monkeypatch.setattr(evaluate, "expanding_log", refuse)
     at.switch_page("pages/exposure_eval.py").run()
-    at.number_input(key="ev_steps").set_value(100).run()
-    if any(b.label == "Run the evaluation" for b in at.button):
-        at.button(key="ev_run").click().run()
-    at.button(key="ev_expand").click().run()
+    evaluated(at, ev_steps=100).button(key="ev_expand").click().run()
     assert not at.exception, at.exception
     assert [as_read(e.value) for e in at.error] == ["the log: expected more queries"]
     assert at.button(key="ev_grid")  # the rest of the page is still drawn
