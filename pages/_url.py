@@ -71,11 +71,21 @@ def within(key: str, low, high):
     return inside
 
 
+def flag(text: str) -> bool:
+    """A checkbox's value in a link: written "1"/"0"; "true"/"false" (any case) read too."""
+    said = str(text).strip().lower()
+    if said not in ("1", "0", "true", "false"):
+        raise ValueError(f"{text!r}: expected 1 or 0")
+    return said in ("1", "true")
+
+
 def as_list(text: str) -> list[str]:
     return [t for t in str(text).split(",") if t]
 
 
 def _url_value(value) -> str:
+    if isinstance(value, bool):  # a checkbox: str() would write "True", which ``int`` cannot read back
+        return str(int(value))
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 

@@ -23,7 +23,7 @@ from pages._state import (
     warn_about_language,
 )
 from pages._text import code, literal, result_columns
-from pages._url import copy_link, link_onward, page_header, sync_url
+from pages._url import copy_link, flag, link_onward, page_header, sync_url
 
 DECODER_LABELS = {"decoder+rerank": "decoder, hypotheses re-ranked by the encoder", "decoder": "decoder alone (beam search)",
                   "nearest-query": "nearest logged query (baseline)", "word-edit search": "word-edit search (baseline)"}
@@ -36,7 +36,7 @@ spec = st.session_state[COLLECTION_KEY]
 curated = CURATED_TRAVERSAL_QUERY if collection.source.startswith("wordnet") else ""
 URL = {"lat_query": ("query", str, collection.first_view_query(curated)), "lat_target": ("target", str, ""),
        "lat_steps": ("k", int, 10), "lat_mode": ("mode", str, "linear"), "lat_decoder": ("decoder", str, "decoder+rerank"),
-       "lat_stop": ("stop", int, 0), "lat_weights": ("weights", str, "")}
+       "lat_stop": ("stop", flag, False), "lat_weights": ("weights", str, "")}
 link = page_header("Latent traversal", "Walk from a query's embedding to a target passage's, decode a query at each "
                    "step, and watch the target climb the ranking: the reformulations a searcher could have typed "
                    "(Adolphs et al., EMNLP 2022).", URL)

@@ -233,3 +233,31 @@ def test_ids_are_shown_as_written(app, monkeypatch, tmp_path):
     monkeypatch.setenv("EQI_DATA_ROOTS", str(tmp_path))
     at = open_page(app, collection=f"beir:{folder}", query="river bank", k="2")
     assert "Logged query `__q__`; gold passage `*d*`" in [as_read(c.value) for c in at.caption]
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_the_stop_box_survives_its_own_link(app, stop):
+    """The URL wrote the checked box as stop=True, which the link read back with ``int``: a shared link
+    warned "Ignoring the link's stop='True'" and lost the setting; a huge value stopped the page
+    (OverflowError in the checkbox). Now written 1/0 and read as a flag."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP
+
+    at = open_page(app)
+    at.checkbox(key="lat_stop").set_value(stop).run()
+    link = dict(at.query_params)
+    assert link["stop"] == str(int(stop))
+    again = AppTest.from_file(APP, default_timeout=600)
+    again.run()
+    again.query_params.update(link)
+    again.switch_page("pages/latent.py").run()
+    assert not again.exception and not again.warning, [w.value for w in again.warning]
+    assert again.checkbox(key="lat_stop").value is stop
+
+
+def test_a_stop_link_that_is_not_a_flag_is_ignored_with_a_warning(app):
+    at = open_page(app, stop="99999999999999999999")
+    assert [as_read(w.value) for w in at.warning] == ["Ignoring the link's stop='99999999999999999999': not a valid value."]
+    assert at.checkbox(key="lat_stop").value is False
+    assert open_page(app, stop="TRUE").checkbox(key="lat_stop").value is True  # an older link's "True", any case
