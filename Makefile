@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test setup browser-deps bench clean
+.PHONY: run test setup browser-deps bench walk clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ run: setup
 test: setup browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# Random walks through every page's widgets and links (tests/walk.py): not part of the suite, a few
+# minutes a page; exit 1 when a page showed an exception.
+walk: setup
+	$(BIN)/python -m tests.walk $(WALK)
 
 bench: setup
 	$(BIN)/eqi bench encode
