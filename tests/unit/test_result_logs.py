@@ -172,6 +172,18 @@ def test_cli_eval_exposure_adapts_n_dq_on_a_small_log(tmp_path, monkeypatch):
     assert "n_d->q = 1" in out.output and "warning: n_q->d = 100 is at least the collection's 12 passages" in out.output
 
 
+def test_cli_eval_exposure_grid_says_which_cells_have_no_head(tmp_path, monkeypatch):
+    """Under BM25 one or two of the tiny log's queries expose only held-out passages: --grid stopped with
+    "no training passage is exposed"; those cells now read "—", and the output says why."""
+    monkeypatch.setenv("EQI_HOME", str(tmp_path / "home"))
+    out = CliRunner().invoke(app, ["eval-exposure", "-c", TINY, "-r", "bm25", "--n-dq", "1", "--steps", "3", "--grid"])
+    assert out.exit_code == 0, out.output
+    grid = out.output[out.output.index("Training-size grid"):].splitlines()
+    assert grid[1].split() == ["train", "queries", "1", "2", "5"]
+    assert grid[3].split()[:3] == ["1000", "—", "—"] and float(grid[3].split()[3]) >= 0
+    assert "(—: those training queries expose no passage outside the held-out ones; no head trained)" in out.output
+
+
 def test_cli_eval_exposure_writes_the_pages_figures(tmp_path, monkeypatch):
     """--figures: the Exposure evaluation page's figures (with --expanding, its growing log too), HTML + PNG."""
     from eqi_core.figure_export import image_browser
