@@ -177,8 +177,9 @@ with tab_train:
             drawn = figure(kept[1])
             st.plotly_chart(drawn, config=PLOT_CONFIG, key=f"{key}_fig")
             figure_downloads(drawn, figure.__name__, f"{key}_dl")
-            if note(kept[1]):
-                st.caption(note(kept[1]))
+            said = note(kept[1])
+            if said:
+                st.caption(said)
 
     on_click("Compute the training-size grid", "ev_grid", "Training Residual heads for the grid...",
              lambda p: training_size_grid(setup, test, base=config, n_dq=int(n_dq), progress=p), figs.training_size)

@@ -453,8 +453,9 @@ def eval_exposure(
         f2 = expanding_log(setup, res["test_docs"], base=config, n_dq=n_dq, progress=tqdm_progress("expanding log", "step"))
         typer.echo("Expanding log (no retraining):")
         typer.echo(f2.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="—"))
-        if untrained_shares(f2):
-            typer.echo(f"({untrained_shares(f2)})")
+        untrained = untrained_shares(f2)
+        if untrained:
+            typer.echo(f"({untrained})")
         if output_dir:
             _write_csv(f2, output_dir / "expanding_log.csv", index=False)
     if figures:

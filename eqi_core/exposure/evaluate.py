@@ -167,6 +167,7 @@ def expanding_log(setup: ExposureSetup, test: np.ndarray, train_fractions: list[
     order = np.random.default_rng(seed + 11).permutation(n_q)
     spec = relq_rbp(0.5, 0.9, n_dq)
     setup.encode_passages(progress)
+
     def log_at(f_eval: float) -> tuple[np.ndarray, ExposureMap, np.ndarray]:
         """The first f_eval of the shuffled log, the exposure it gives, and which test passages it exposes."""
         log = np.sort(order[: max(1, int(round(f_eval * n_q)))])
