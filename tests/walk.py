@@ -2,12 +2,15 @@
 
     make walk                                   # every page, widgets and links, on the tiny fixture collection
     python -m tests.walk --pages latent --seeds 5 --steps 25 --ranker bm25 --links 0
+    python -m tests.walk --seeds 0 --links 0 --tours 5 --tour-steps 40    # across pages and collections
 
 A widget walk opens a page (AppTest) and, step after step, changes one of its widgets at random (an
 option of a select box or radio, a slider's ends, a number input's bounds, a box ticked, a text from a
 list of awkward ones, a button clicked); a link walk opens the page on random values of the URL
-parameters it reads. Every exception a page shows is printed with what led to it, and the exit status
-is 1 if there was any. The collection picker is left alone (WordNet's full build takes minutes).
+parameters it reads; a tour does what a widget walk does but also moves to another page, with the
+session's state, and switches the sidebar's collection among the fixture collections, as a user goes
+back and forth. Every exception a page shows is printed with what led to it, and the exit status is 1
+if there was any. WordNet is never picked (its full build takes minutes).
 Not part of the suite: a walk is seconds per step; its findings become tests
 (e.g. ``test_a_grid_on_a_log_too_small_for_its_smallest_share_shows_that_cell_empty``).
 """
@@ -106,22 +109,55 @@ def _change(rng: random.Random, kind: str, w) -> object:
     return "click"
 
 
+def _collection_picker(at: AppTest):
+    return next((w for w in at.sidebar.get("selectbox") if str(w.key).startswith("collection_spec")), None)
+
+
+def _switch_collection(rng: random.Random, at: AppTest) -> object:
+    """Pick another fixture collection in the sidebar (never WordNet: its build takes minutes)."""
+    picker = _collection_picker(at)
+    if picker is None:
+        return None
+    shown = picker.options[picker.index] if picker.index is not None else None
+    others = [o for o in picker.options if "wordnet" not in o.lower() and o != shown]
+    if not others:
+        return None
+    picker._walk_option = rng.choice(others)
+    return picker._walk_option
+
+
 def shown_exceptions(at: AppTest) -> list[str]:
     return [f"{e.message[:300]}\n    {''.join(e.stack_trace)[-400:]}" for e in at.exception]
 
 
-def walk_widgets(at: AppTest, rng: random.Random, steps: int) -> list[str]:
+def walk_widgets(at: AppTest, rng: random.Random, steps: int, pages: tuple[str, ...] = (), say=None) -> list[str]:
     """Change a random widget ``steps`` times (the page run after each); returns the first exception the
-    page showed, with the steps that led to it (empty if none)."""
+    page showed, with the steps that led to it (empty if none). With ``pages`` (a tour), a step may
+    instead move to one of those pages or pick another fixture collection in the sidebar. ``say``, if
+    given, is called with each step as it is taken."""
     done = []
     for _ in range(steps):
         widgets = _widgets(at)
-        if not widgets:
+        move = rng.random() if pages else 1.0
+        if not widgets and not pages:
             break
-        kind, widget = rng.choice(widgets)
         try:
-            value = _change(rng, kind, widget)
-            done.append(f"{kind} {getattr(widget, 'key', None) or getattr(widget, 'label', '?')} -> {str(value)[:60]!r}")
+            if move < 0.15 or not widgets:
+                page = rng.choice(pages)
+                done.append(f"page {page}")
+                say and say(done[-1])
+                at.switch_page(f"pages/{page}.py").run()
+                if at.exception:
+                    return [*done, *shown_exceptions(at)]
+                continue
+            picked = _switch_collection(rng, at) if move < 0.25 else None
+            if picked is not None:
+                done.append(f"collection -> {picked!r}")
+            else:
+                kind, widget = rng.choice(widgets)
+                value = _change(rng, kind, widget)
+                done.append(f"{kind} {getattr(widget, 'key', None) or getattr(widget, 'label', '?')} -> {str(value)[:60]!r}")
+            say and say(done[-1])
             at.run()
         except Exception as exc:  # a run that did not finish (e.g. the script run's timeout)
             return [*done, f"RUN FAILED {type(exc).__name__}: {str(exc)[:300]}"]
@@ -150,11 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="walks per page")
     parser.add_argument("--steps", type=int, default=12, help="widget changes per walk")
     parser.add_argument("--links", type=int, default=10, help="random links per page and seed")
+    parser.add_argument("--tours", type=int, default=2, help="walks across all the pages and the fixture collections")
+    parser.add_argument("--tour-steps", type=int, default=30)
     parser.add_argument("--ranker", default="minilm-l3-onnx")
+    parser.add_argument("--verbose", action="store_true", help="print every step as it is taken")
     parser.add_argument("--collection", default=str(ROOT / "tests" / "fixtures" / "tiny_beir"))
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("EQI_DATA_ROOTS", str(Path(args.collection).parent))
+    os.environ.setdefault("EQI_DATA_ROOTS", str(Path(args.collection).parent))  # the fixtures a tour switches among
     base = {"collection": f"beir:{args.collection}", "ranker": args.ranker}
     found = 0
     for page in args.pages.split(","):
@@ -175,6 +214,17 @@ def main(argv: list[str] | None = None) -> int:
                     found += 1
                     print(f"{page}, link {seed}.{n} {params}:\n  " + "\n  ".join(shown), flush=True)
         print(f"{page}: {args.seeds} widget walks of {args.steps} steps, {args.seeds * args.links} links", flush=True)
+    for seed in range(args.tours):
+        rng = random.Random(1000 + seed)
+        start = rng.choice(PAGES)
+        say = (lambda step, n=seed: print(f"  tour {n}: {step}", flush=True)) if args.verbose else None
+        say and say(f"opened {start}")
+        problem = walk_widgets(_opened(start, base), rng, args.tour_steps, pages=PAGES, say=say)
+        if problem:
+            found += 1
+            print(f"tour {seed}:\n  " + "\n  ".join(problem), flush=True)
+    if args.tours:
+        print(f"{args.tours} tours of {args.tour_steps} steps across pages and collections", flush=True)
     print(f"{found} problem{'s' * (found != 1)} found")
     return 1 if found else 0
 
