@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test setup browser-deps bench walk clean
+.PHONY: run test setup browser-deps bench walk walk-browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ test: setup browser-deps
 # minutes a page; exit 1 when a page showed an exception.
 walk: setup
 	$(BIN)/python -m tests.walk $(WALK)
+
+# The same in a real browser (tests/browser_walk.py: chart points, downloads, Back, drop-downs), on a
+# dashboard of its own with a fresh store: seconds a step.
+walk-browser: setup browser-deps
+	$(BIN)/python -m tests.browser_walk $(WALK)
 
 bench: setup
 	$(BIN)/eqi bench encode
