@@ -48,8 +48,23 @@ def _label(element) -> str:
         return "?"
 
 
+# Steps that click one of the elements a selector finds: a button, a radio's option, a box, an expander, a
+# tab, the menu, a page's own link to another page (never one that opens WordNet).
+CLICKS = {"button": "[data-testid='stButton'] button:enabled", "radio": "[data-testid='stRadio'] [role=radiogroup] label",
+          "checkbox": "[data-testid='stCheckbox'] label", "expander": "[data-testid='stExpander'] summary",
+          "tab": "[role='tab']", "page": "[data-testid='stSidebarNav'] a",
+          "link": "[data-testid='stPageLink'] a:not([href*='wordnet'])"}
+
+
 def act(page, rng: random.Random, action: str) -> str | None:
     """Do one ``action`` on ``page``; returns what was done, or None when the page offers no such thing."""
+    if action in CLICKS:
+        element = _choose(rng, _visible(page.locator(CLICKS[action])))
+        if element is None:
+            return None
+        text = _label(element)
+        element.click(timeout=5000)
+        return f"{action} {text!r}"
     if action == "select":
         box = _choose(rng, _visible(page.locator("[data-testid='stSelectbox']")))
         if box is None:
@@ -67,13 +82,6 @@ def act(page, rng: random.Random, action: str) -> str | None:
         text = _label(option)
         option.click(timeout=5000)
         return f"select {name!r} -> {text!r}"
-    if action == "button":
-        button = _choose(rng, [b for b in _visible(page.locator("[data-testid='stButton'] button")) if b.is_enabled()])
-        if button is None:
-            return None
-        text = _label(button)
-        button.click(timeout=5000)
-        return f"button {text!r}"
     if action == "download":
         button = _choose(rng, [b for b in _visible(page.locator("[data-testid='stDownloadButton'] button"))
                                if b.is_enabled()])
@@ -86,14 +94,6 @@ def act(page, rng: random.Random, action: str) -> str | None:
         if size == 0:
             raise AssertionError(f"download {text!r} gave an empty file")
         return f"download {text!r} ({size} bytes)"
-    if action in ("radio", "checkbox"):
-        testid = "stRadio" if action == "radio" else "stCheckbox"
-        label = _choose(rng, _visible(page.locator(f"[data-testid='{testid}'] {'[role=radiogroup] ' if action == 'radio' else ''}label")))
-        if label is None:
-            return None
-        text = _label(label)
-        label.click(timeout=5000)
-        return f"{action} {text!r}"
     if action in ("text", "number"):
         testid = "stTextInput" if action == "text" else "stNumberInput"
         field = _choose(rng, [f for f in _visible(page.locator(f"[data-testid='{testid}'] input")) if f.is_enabled()])
@@ -111,20 +111,6 @@ def act(page, rng: random.Random, action: str) -> str | None:
         thumb.focus()
         thumb.press(key)
         return f"slider {thumb.get_attribute('aria-label') or _label(thumb)!r} {key}"
-    if action == "expander":
-        summary = _choose(rng, _visible(page.locator("[data-testid='stExpander'] summary")))
-        if summary is None:
-            return None
-        text = _label(summary)
-        summary.click(timeout=5000)
-        return f"expander {text!r}"
-    if action == "tab":
-        tab = _choose(rng, _visible(page.locator("[role='tab']")))
-        if tab is None:
-            return None
-        text = _label(tab)
-        tab.click(timeout=5000)
-        return f"tab {text!r}"
     if action == "chart":
         charts = _visible(page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot"))
         chart = _choose(rng, charts)
@@ -165,21 +151,6 @@ def act(page, rng: random.Random, action: str) -> str | None:
         page.wait_for_timeout(300)
         page.mouse.click(point[0], point[1])
         return f"chart point {point[3]} of {point[2]!r}"
-    if action == "page":
-        link = _choose(rng, _visible(page.locator("[data-testid='stSidebarNav'] a")))
-        if link is None:
-            return None
-        text = _label(link)
-        link.click(timeout=5000)
-        return f"page {text!r}"
-    if action == "link":  # a page's own link to another page (st.page_link), never one that opens WordNet
-        link = _choose(rng, [a for a in _visible(page.locator("[data-testid='stPageLink'] a"))
-                             if "wordnet" not in (a.get_attribute("href") or "")])
-        if link is None:
-            return None
-        text = _label(link)
-        link.click(timeout=5000)
-        return f"link {text!r}"
     if action == "back":
         page.go_back()
         return "Back"
