@@ -152,6 +152,8 @@ def act(page, rng: random.Random, action: str) -> str | None:
         page.mouse.click(point[0], point[1])
         return f"chart point {point[3]} of {point[2]!r}"
     if action == "back":
+        if page.evaluate("history.length") <= 2:  # the first page came after about:blank: nothing of ours is back there
+            return None
         page.go_back()
         return "Back"
     raise ValueError(action)
