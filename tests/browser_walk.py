@@ -9,10 +9,11 @@ A walk starts a dashboard (``streamlit run``, a fresh artifact store) with the f
 its data roots, opens a page on the tiny fixture collection, and does one thing after another at
 random: picks an option of a select box (never WordNet: minutes to build), clicks a button, a radio
 option, a box, an expander, a tab, a chart's point, a download; types an awkward text, a number;
-moves a slider with its keys; goes to another page by the menu or a page's own link, or Back. After each step it waits for the page to
-settle and records what a user would see go wrong: an exception box, an uncaught script error in the
-page (``pageerror``), a request to another machine. Exit status 1 if anything was found. Not part of
-the suite (seconds a step); what it finds becomes a test.
+moves a slider with its keys; goes to another page by the menu or a page's own link, or Back. After
+each step it waits for the page to settle and records what a user would see go wrong: an exception
+box, an uncaught script error in the page (``pageerror``), a request to another machine, a traceback
+in the server's log; and it lists the error and warning boxes it saw, to be read. Exit status 1 if
+anything went wrong. Not part of the suite (seconds a step); what it finds becomes a test.
 """
 from __future__ import annotations
 
@@ -159,12 +160,20 @@ def act(page, rng: random.Random, action: str) -> str | None:
     raise ValueError(action)
 
 
+def alerts_on(page) -> list[str]:
+    """The error and warning boxes on the page: not problems (a page that refuses an input says so), but
+    what a user reads, so a walk lists them to be read."""
+    shown = _visible(page.locator("[data-testid='stAlertContentError'], [data-testid='stAlertContentWarning']"))
+    return [" ".join(_label(e).split()) for e in shown]
+
+
 def problems_on(page) -> list[str]:
     return [" ".join(_label(e).split())[:300] for e in _visible(page.locator("[data-testid='stException']"))]
 
 
-def walk(browser, base_url: str, rng: random.Random, steps: int, query: str, say) -> list[str]:
-    """One walk in a fresh browser context; returns the steps up to the first problem (empty if none)."""
+def walk(browser, base_url: str, rng: random.Random, steps: int, query: str, say, alerts: dict | None = None) -> list[str]:
+    """One walk in a fresh browser context; returns the steps up to the first problem (empty if none).
+    ``alerts`` collects each error or warning box's text with the step that first showed it."""
     from playwright.sync_api import Error as PlaywrightError
 
     from tests.browser.conftest import is_local, wait_until_settled
@@ -196,6 +205,8 @@ def walk(browser, base_url: str, rng: random.Random, steps: int, query: str, say
                 wait_until_settled(page, timeout_ms=300_000)
             except (TimeoutError, PlaywrightError) as exc:
                 return [*done, f"PROBLEM: the page did not settle: {str(exc)[:200]}"]
+            for text in alerts_on(page) if alerts is not None else ():
+                alerts.setdefault(text, did)
             found = problems_on(page) + [f"script error: {e}" for e in script_errors] + \
                 [f"request to another machine: {u}" for u in remote]
             if found:
@@ -218,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     from eqi_core.dashboard import chromium, start_dashboard
 
     query = urlencode({"collection": f"beir:{args.collection}", "ranker": args.ranker})
-    found = 0
+    found, alerts = 0, {}
     with tempfile.TemporaryDirectory(prefix="eqi-walk-") as home, \
             start_dashboard(Path(home), env={"EQI_DATA_ROOTS": str(Path(args.collection).parent)}) as url, \
             chromium() as browser:
@@ -226,11 +237,15 @@ def main(argv: list[str] | None = None) -> int:
             rng = random.Random(args.seed * 1000 + n)
             started = time.time()
             say = (lambda step, n=n: print(f"  walk {n}: {step}", flush=True)) if args.verbose else (lambda step: None)
-            problem = walk(browser, url, rng, args.steps, query, say)
+            problem = walk(browser, url, rng, args.steps, query, say, alerts)
             print(f"walk {n}: {args.steps} steps in {time.time() - started:.0f} s"
                   + (":\n  " + "\n  ".join(problem) if problem else ", nothing found"), flush=True)
             found += bool(problem)
         log = (Path(home) / "streamlit.log").read_text(encoding="utf-8")
+    if alerts:
+        print("error and warning boxes shown (read them: each should say what was wrong in one line):")
+        for text, step in alerts.items():
+            print(f"  after {step}: {text[:240]}")
     tracebacks = log.count("Traceback (most recent call last)")
     if tracebacks:
         print(f"the server's log holds {tracebacks} traceback(s):\n{log[-3000:]}")
