@@ -42,9 +42,9 @@ def _choose(rng: random.Random, items: list):
     return rng.choice(items) if items else None
 
 
-def _label(element) -> str:
+def _label(element, limit: int = 70) -> str:
     try:
-        return " ".join(element.inner_text(timeout=2000).split())[:70]
+        return " ".join(element.inner_text(timeout=2000).split())[:limit]
     except Exception:  # a label is for the log only
         return "?"
 
@@ -164,11 +164,11 @@ def alerts_on(page) -> list[str]:
     """The error and warning boxes on the page: not problems (a page that refuses an input says so), but
     what a user reads, so a walk lists them to be read."""
     shown = _visible(page.locator("[data-testid='stAlertContentError'], [data-testid='stAlertContentWarning']"))
-    return [" ".join(_label(e).split()) for e in shown]
+    return [_label(e, 400) for e in shown]
 
 
 def problems_on(page) -> list[str]:
-    return [" ".join(_label(e).split())[:300] for e in _visible(page.locator("[data-testid='stException']"))]
+    return [_label(e, 300) for e in _visible(page.locator("[data-testid='stException']"))]
 
 
 def walk(browser, base_url: str, rng: random.Random, steps: int, query: str, say, alerts: dict | None = None) -> list[str]:
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     if alerts:
         print("error and warning boxes shown (read them: each should say what was wrong in one line):")
         for text, step in alerts.items():
-            print(f"  after {step}: {text[:240]}")
+            print(f"  after {step}: {text}")
     tracebacks = log.count("Traceback (most recent call last)")
     if tracebacks:
         print(f"the server's log holds {tracebacks} traceback(s):\n{log[-3000:]}")
