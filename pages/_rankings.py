@@ -45,10 +45,31 @@ def _available_logs(collection) -> dict[str, str]:
     return found
 
 
+RUN_HERE = " (the sidebar's ranker, run here)"
+
+
+def _source_label(source: str, logs: dict[str, str], ranker_id: str) -> str:
+    return f"{ranker_spec(ranker_id).name}{RUN_HERE}" if not source else f"Result log: {literal(logs[source])}"
+
+
+def _as_source(wanted: str, logs: dict[str, str]) -> str:
+    """The choice ``wanted`` names. Read before the radio is drawn, the state can hold the radio's shown
+    label instead of its value: Streamlit 1.67 hands back the browser's label when no option of the
+    widget it knows has it (seen in a browser walk after a page change: "Ignoring the link's result log
+    'MiniLM-L6 (dense) (the sidebar's ranker, run here)'"). A label, even one naming another sidebar
+    ranker, is the choice it shows; anything else is a path (a link's)."""
+    if wanted.endswith(RUN_HERE):
+        return ""
+    shown = {f"Result log: {literal(label)}": path for path, label in logs.items()}
+    return shown.get(wanted, wanted)
+
+
 def rankings_source(collection, ranker_id: str) -> str:
     """Draw the choice; returns the ranker id to build the exposure map from (``run:<file>`` for a log)."""
     logs = _available_logs(collection)
-    wanted = st.session_state.get(SOURCE_KEY) or ""
+    wanted = _as_source(st.session_state.get(SOURCE_KEY) or "", logs)
+    if wanted != (st.session_state.get(SOURCE_KEY) or ""):
+        st.session_state[SOURCE_KEY] = wanted
     if wanted and wanted not in logs:
         try:  # a link may name a result log inside the data roots or the upload folder, nowhere else
             if check_path_within_roots(wanted).is_file():
@@ -62,8 +83,7 @@ def rankings_source(collection, ranker_id: str) -> str:
     with st.expander("Rankings: " + (literal(logs.get(st.session_state.get(SOURCE_KEY) or "", "")) or
                                      f"{ranker_spec(ranker_id).name}, run here"), icon=":material/list_alt:"):
         st.radio("Exposure from", options, key=SOURCE_KEY, horizontal=False,
-                 format_func=lambda p: f"{ranker_spec(ranker_id).name} (the sidebar's ranker, run here)" if not p
-                 else f"Result log: {literal(logs[p])}",
+                 format_func=lambda p: _source_label(p, logs, ranker_id),
                  help="A system's result log is a black box's rankings: its file decides who sees what.")
         up = st.file_uploader("Upload a result log: TREC run, or TSV/CSV/Parquet (qid, docid, rank[, score]) over this "
                               "collection's queries", type=["trec", "run", "txt", "tsv", "csv", "parquet", "gz"], key="exp_log_upload")

@@ -571,3 +571,17 @@ def test_training_a_head_from_its_button_encodes_trains_and_lists_it(tmp_path, m
     assert any("Residual" in getattr(d.value, "index", []) for d in at.dataframe), "the trained head's RELQ row"
     labels = [b.label for b in at.button if b.key and b.key.startswith("exp_train_")]
     assert labels == ["Train the Append exposure head (about a minute on 2 cores)"], labels
+
+
+@pytest.mark.parametrize("shown", ["MiniLM-L3 (dense, ONNX) (the sidebar's ranker, run here)",
+                                   "BM25 (the sidebar's ranker, run here)"])
+def test_the_rankings_radios_shown_label_in_the_state_is_that_choice_not_a_link(at, shown):
+    """A browser walk (2026-12-08) saw two warnings about a link's result log nobody gave, after moving
+    between the Exposure pages: the state held the radio's label, as Streamlit 1.67 hands back the
+    browser's label when the widget it knows has no option so shown. A label (even one naming the
+    sidebar's previous ranker) is the choice it shows, quietly."""
+    at.session_state["exp_log"] = shown  # as on arriving from another page (AppTest cannot send it with the radio drawn)
+    at.switch_page("pages/exposure.py").run()
+    assert not at.exception, at.exception
+    assert not [w.value for w in at.warning if "link's result log" in w.value]
+    assert at.radio(key="exp_log").value == ""
