@@ -90,6 +90,10 @@ if query.strip():
 pattern = c2.text_input("Find a target passage containing", key="lat_find", placeholder="leave empty for the gold passage")
 options = list(collection.find_passages(pattern, limit=200)["doc_id"]) if pattern.strip() else []
 wanted = st.session_state.get("lat_target") or gold
+shown_id = str(wanted).split(": ", 1)[0].removesuffix(" (gold)")
+if wanted not in collection.doc_index and shown_id in collection.doc_index:
+    # the box's shown label, handed back by Streamlit when the options changed (a new filter): its passage
+    wanted = st.session_state["lat_target"] = shown_id
 if wanted and wanted not in options:
     options = [wanted] + options
 if not options:

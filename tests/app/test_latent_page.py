@@ -261,3 +261,17 @@ def test_a_stop_link_that_is_not_a_flag_is_ignored_with_a_warning(app):
     assert [as_read(w.value) for w in at.warning] == ["Ignoring the link's stop='99999999999999999999': not a valid value."]
     assert at.checkbox(key="lat_stop").value is False
     assert open_page(app, stop="TRUE").checkbox(key="lat_stop").value is True  # an older link's "True", any case
+
+
+def test_the_target_boxs_shown_label_in_the_state_is_its_passage(app):
+    """A browser walk (2026-12-08): a filter that found nothing left the target box's shown label in the
+    state ("d1 (gold): River bank. ..."), and the page then refused it as a passage id. A label is the
+    passage it shows."""
+    at = open_page(app, query="river bank")
+    label = at.selectbox(key="lat_target").options[0]
+    assert label.startswith("d1 (gold): ")
+    at.switch_page("pages/collection.py").run()  # the box not drawn, so AppTest can hand the label over
+    at.session_state["lat_target"] = label
+    at.switch_page("pages/latent.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="lat_target").value == "d1"
